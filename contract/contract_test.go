@@ -1,0 +1,102 @@
+package contract
+
+import (
+	"bytes"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+func sample() *Contract {
+	return &Contract{
+		Version:        1,
+		Platform:       "linux/amd64",
+		Base:           Image{Image: "bootstrap/base:bookworm", Digest: "sha256:" + strings.Repeat("a", 64)},
+		User:           "builder",
+		Toolchains:     []Toolchain{{Name: "go", Version: "1.22.5", Source: "golang.org/toolchain@v0.0.1-go1.22.5.linux-amd64"}},
+		SystemPackages: []string{"gcc", "libc6-dev"},
+		Env:            map[string]string{"CGO_ENABLED": "1", "A": "x"},
+		Secrets:        []string{"NPM_TOKEN"},
+		Stages: []Stage{
+			{Name: "fetch", Network: true, Steps: []Step{{Run: "go mod download", Evidence: "go.mod:1", Source: SourceDefault, Confidence: 0.7, Reason: "modules"}}},
+			{Name: "verify", Strongest: true, Steps: []Step{{Run: "go test ./...", Timeout: Duration(10 * time.Minute), Evidence: ".github/workflows/ci.yml:40", Source: SourceCI, Confidence: 0.95, Reason: "the suite CI runs"}}},
+		},
+		Inputs: map[string]string{"go.mod": "sha256:" + strings.Repeat("b", 64)},
+	}
+}
+
+func TestRoundTripIsByteIdentical(t *testing.T) {
+	b, err := Encode(sample())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Parse("contract.yaml", b)
+	if err != nil {
+		t.Fatalf("parse: %v\n%s", err, b)
+	}
+	b2, err := Encode(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(b, b2) {
+		t.Fatalf("round trip changed bytes:\n%s\n---\n%s", b, b2)
+	}
+	d1, _ := Digest(sample())
+	d2, _ := Digest(c)
+	if d1 != d2 || !strings.HasPrefix(d1, "sha256:") {
+		t.Fatalf("digests differ: %s %s", d1, d2)
+	}
+	if !strings.Contains(string(b), "timeout: 10m0s") {
+		t.Fatalf("duration not written as text:\n%s", b)
+	}
+}
+
+func TestParseErrorsNameFileLineField(t *testing.T) {
+	cases := []struct{ name, doc, want string }{
+		{"unknown field", "version: 1\nplatform: linux/amd64\nbase: {image: x}\nuser: builder\nstages:\n  - name: verify\n    strongest: true\n    steps:\n      - run: make\n        evidence: Makefile:1\n        source: default\n        confidence: 0.5\n        reason: r\n        colour: red\n", "c.yaml:14: field colour is unknown in Step"},
+		{"bad confidence", "version: 1\nplatform: linux/amd64\nbase: {image: x}\nuser: builder\nstages:\n  - name: verify\n    strongest: true\n    steps:\n      - run: make\n        evidence: Makefile:1\n        source: default\n        confidence: 1.5\n        reason: r\n", "c.yaml:12: stages[0].steps[0].confidence: must be between 0 and 1"},
+		{"no strongest", "version: 1\nplatform: linux/amd64\nbase: {image: x}\nuser: builder\nstages:\n  - name: verify\n    steps:\n      - run: make\n        evidence: Makefile:1\n        source: default\n        confidence: 1\n        reason: r\n", "c.yaml:5: stages: exactly one stage must be marked strongest, found 0"},
+		{"bad yaml", "version: 1\n  platform: [\n", "c.yaml:2:"},
+		{"bad timeout", "version: 1\nplatform: linux/amd64\nbase: {image: x}\nuser: builder\nstages:\n  - name: verify\n    strongest: true\n    steps:\n      - run: make\n        timeout: soon\n        evidence: Makefile:1\n        source: default\n        confidence: 1\n        reason: r\n", "c.yaml:10: timeout \"soon\" is not a duration"},
+		{"empty", "", "c.yaml:1: empty contract"},
+		{"missing evidence", "version: 1\nplatform: linux/amd64\nbase: {image: x}\nuser: builder\nstages:\n  - name: verify\n    strongest: true\n    steps:\n      - run: make\n        source: default\n        confidence: 1\n        reason: r\n", "c.yaml:9: stages[0].steps[0].evidence: every step needs its evidence"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse("c.yaml", []byte(tc.doc))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+			var ce *Error
+			if !errors.As(err, &ce) || ce.File != "c.yaml" {
+				t.Fatalf("error %v is not a *contract.Error naming the file", err)
+			}
+		})
+	}
+}
+
+func TestValidateInMemory(t *testing.T) {
+	c := sample()
+	c.Stages[1].Network = true
+	c.Toolchains[0].Version = "^1.22"
+	err := Validate(c)
+	for _, want := range []string{"strongest verification must run with the network off", "must be an exact version"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: got %v, want %q", err, want)
+		}
+	}
+	if err := Validate(sample()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestCloneIsDeep(t *testing.T) {
+	a := sample()
+	b := a.Clone()
+	b.Stages[0].Steps[0].Run = "changed"
+	b.Env["A"] = "y"
+	if a.Stages[0].Steps[0].Run == "changed" || a.Env["A"] == "y" {
+		t.Fatal("Clone shares memory with the original")
+	}
+}

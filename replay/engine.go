@@ -1,0 +1,113 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+)
+
+// Engine is the narrow view of a container engine a replay needs.
+// replay/docker implements it with the Docker API; fixtures/fakeengine
+// implements it for unit tests, and the same behaviour suite
+// (replay/replaytest) runs against both.
+type Engine interface {
+	// InspectImage describes a local image; it returns an error wrapping
+	// ErrNotFound when the image is absent.
+	InspectImage(ctx context.Context, ref string) (ImageInfo, error)
+	// PullImage fetches ref from its registry.
+	PullImage(ctx context.Context, ref string) error
+	// ImportImage creates an image from a root filesystem tarball and tags it ref.
+	ImportImage(ctx context.Context, rootfs io.Reader, ref string) (ImageInfo, error)
+	// RemoveImage deletes an image by ID or reference.
+	RemoveImage(ctx context.Context, ref string) error
+
+	// EnsureVolume creates the named volume if it does not exist and reports
+	// whether it was created now.
+	EnsureVolume(ctx context.Context, name string, labels map[string]string) (created bool, err error)
+	// RemoveVolume deletes a volume; a missing volume is not an error.
+	RemoveVolume(ctx context.Context, name string) error
+
+	// Start creates and starts a long-lived container whose main process only
+	// waits; steps run inside it with Exec.
+	Start(ctx context.Context, spec ContainerSpec) (Container, error)
+	// List returns the IDs of containers carrying all the given labels, so
+	// leftovers of an interrupted run can be found and removed.
+	List(ctx context.Context, labels map[string]string) ([]string, error)
+	// RemoveContainer force-removes a container by ID; missing is not an error.
+	RemoveContainer(ctx context.Context, id string) error
+}
+
+// Container is a running container.
+type Container interface {
+	ID() string
+	// Exec runs one command and waits for it. When ctx ends first the process
+	// is killed and the returned error wraps ctx.Err(); a non-zero exit is
+	// not an error, it is reported in ExecResult.
+	Exec(ctx context.Context, spec ExecSpec) (ExecResult, error)
+	// CopyIn extracts a tar stream into dir inside the container.
+	CopyIn(ctx context.Context, dir string, tar io.Reader) error
+	// Commit snapshots the container's filesystem (not its volumes) as a new
+	// image and returns its ID.
+	Commit(ctx context.Context, ref string) (string, error)
+	// Remove stops and deletes the container.
+	Remove(ctx context.Context) error
+}
+
+// ImageInfo identifies an image by content.
+type ImageInfo struct {
+	// ID is the image's config digest, "sha256:<hex>", the same on every engine.
+	ID string
+	// RepoDigests are registry digests ("name@sha256:...") when the image came from a registry.
+	RepoDigests []string
+}
+
+// Network modes. Only these two are ever used: fetch stages get the host
+// network, every other stage gets none.
+const (
+	NetworkHost = "host"
+	NetworkNone = "none"
+)
+
+// ContainerSpec describes a container to start.
+type ContainerSpec struct {
+	Image   string
+	Network string // NetworkHost or NetworkNone
+	Mounts  []Mount
+	Labels  map[string]string
+	// Limits; zero means the engine default.
+	MemoryBytes int64
+	PidsLimit   int64
+	// The container always drops every capability and sets no-new-privileges,
+	// unless Privileged setup (root package installs) asks to keep the default
+	// capability set.
+	KeepCapabilities bool
+}
+
+// Mount attaches a named volume.
+type Mount struct {
+	Volume   string
+	Target   string
+	ReadOnly bool
+}
+
+// ExecSpec is one command run inside a container.
+type ExecSpec struct {
+	Cmd     []string
+	Env     []string // exactly the environment the process sees, KEY=VALUE
+	User    string
+	WorkDir string
+	Stdout  io.Writer
+	Stderr  io.Writer
+}
+
+// ExecResult is how a command ended.
+type ExecResult struct {
+	ExitCode int
+	Duration time.Duration
+	// OOMKilled is set when the engine reports the out-of-memory killer fired.
+	OOMKilled bool
+}
+
+// ErrNotFound is wrapped by engine errors for absent images.
+var ErrNotFound = errors.New("not found")
