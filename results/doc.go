@@ -1,0 +1,3 @@
+// Package results parses test runner output (go test -json and -v, TAP,
+// JUnit XML, mocha, jest, node --test) into per-test outcomes and counts.
+package results
