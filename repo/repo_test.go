@@ -1,0 +1,258 @@
+package repo
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"testing"
+	"time"
+
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+func write(t *testing.T, root, name, content string) {
+	t.Helper()
+	p := filepath.Join(root, filepath.FromSlash(name))
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func walk(t *testing.T, fsys fs.FS) []string {
+	t.Helper()
+	var got []string
+	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if p != "." {
+			if d.Type()&fs.ModeSymlink != 0 {
+				p += "@"
+			}
+			got = append(got, p)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
+}
+
+// commitAll stages everything and commits it at a fixed time.
+func commitAll(t *testing.T, r *git.Repository, msg string, when time.Time) string {
+	t.Helper()
+	wt, err := r.Worktree()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := wt.AddGlob("."); err != nil {
+		t.Fatal(err)
+	}
+	sig := &object.Signature{Name: "t", Email: "t@example.com", When: when}
+	h, err := wt.Commit(msg, &git.CommitOptions{Author: sig, Committer: sig})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h.String()
+}
+
+func TestWorktreeIgnoresAndSymlinks(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	write(t, outside, "secret.txt", "do not read")
+	write(t, root, ".gitignore", "*.log\nbuild/\n")
+	write(t, root, "a.log", "x")
+	write(t, root, "build/out.txt", "x")
+	write(t, root, "src/keep.go", "package src")
+	write(t, root, "src/.gitignore", "gen.go\n!important.log\n")
+	write(t, root, "src/gen.go", "x")
+	write(t, root, "src/important.log", "x")
+	write(t, root, "nested/deep/file.txt", "x")
+	write(t, root, ".git/HEAD", "not a real repo but skipped")
+	if err := os.Symlink(filepath.Join(outside, "secret.txt"), filepath.Join(root, "escape")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(outside, filepath.Join(root, "escdir")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("src/keep.go", filepath.Join(root, "inside")); err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := newWorktreeFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := walk(t, fsys)
+	want := []string{".gitignore", "inside@", "nested", "nested/deep", "nested/deep/file.txt", "src", "src/.gitignore", "src/important.log", "src/keep.go"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("walk:\n got %q\nwant %q", got, want)
+	}
+	for _, name := range []string{"escape", "escdir/secret.txt", "a.log", "build/out.txt", "src/gen.go", ".git/HEAD"} {
+		if _, err := fs.ReadFile(fsys, name); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("ReadFile(%q) = %v, want ErrNotExist", name, err)
+		}
+	}
+	if b, err := fs.ReadFile(fsys, "inside"); err != nil || string(b) != "package src" {
+		t.Errorf("inside symlink: %q, %v", b, err)
+	}
+	if target, err := fs.ReadLink(fsys, "inside"); err != nil || target != "src/keep.go" {
+		t.Errorf("ReadLink: %q, %v", target, err)
+	}
+}
+
+func TestOpenPlainDirectory(t *testing.T) {
+	root := t.TempDir()
+	write(t, root, "go.mod", "module x\n")
+	snap, err := Open(context.Background(), root, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !snap.Worktree || snap.Commit != "" || !snap.CommitTime.IsZero() {
+		t.Fatalf("snapshot = %+v", snap)
+	}
+	if _, err := Open(context.Background(), root, "HEAD"); err == nil {
+		t.Fatal("Open with a rev on a plain directory succeeded")
+	}
+	if _, err := Open(context.Background(), filepath.Join(root, "missing"), ""); err == nil {
+		t.Fatal("Open on a missing path succeeded")
+	}
+}
+
+func TestOpenRevisions(t *testing.T) {
+	root := t.TempDir()
+	r, err := git.PlainInit(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t1 := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	write(t, root, "go.mod", "module x\n\ngo 1.21\n")
+	write(t, root, "dir/run.sh", "#!/bin/sh\n")
+	if err := os.Chmod(filepath.Join(root, "dir/run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../go.mod", filepath.Join(root, "dir/link")); err != nil {
+		t.Fatal(err)
+	}
+	first := commitAll(t, r, "one", t1)
+	write(t, root, "go.mod", "module x\n\ngo 1.22\n")
+	second := commitAll(t, r, "two", t1.Add(time.Hour))
+	write(t, root, "go.mod", "module x\n\ngo 1.23\n")
+
+	ctx := context.Background()
+	cases := []struct {
+		rev, commit, gomod string
+		when               time.Time
+	}{
+		{"HEAD~1", first, "go 1.21", t1},
+		{first, first, "go 1.21", t1},
+		{"master", second, "go 1.22", t1.Add(time.Hour)},
+		{"", second, "go 1.23", t1.Add(time.Hour)},
+	}
+	for _, c := range cases {
+		snap, err := Open(ctx, root, c.rev)
+		if err != nil {
+			t.Fatalf("Open(%q): %v", c.rev, err)
+		}
+		if snap.Commit != c.commit || !snap.CommitTime.Equal(c.when) || snap.Worktree != (c.rev == "") {
+			t.Errorf("Open(%q) = commit %s time %v worktree %v", c.rev, snap.Commit, snap.CommitTime, snap.Worktree)
+		}
+		b, err := fs.ReadFile(snap.FS, "go.mod")
+		if err != nil || !bytes.Contains(b, []byte(c.gomod)) {
+			t.Errorf("Open(%q) go.mod = %q, %v; want %q", c.rev, b, err, c.gomod)
+		}
+	}
+	snap, err := Open(ctx, root, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := walk(t, snap.FS), []string{"dir", "dir/link@", "dir/run.sh", "go.mod"}; !slices.Equal(got, want) {
+		t.Errorf("tree walk = %q, want %q", got, want)
+	}
+	if _, err := snap.FS.Open("dir/link"); !errors.Is(err, errSymlink) {
+		t.Errorf("opening a tree symlink: %v, want errSymlink", err)
+	}
+	if fi, err := fs.Stat(snap.FS, "dir/run.sh"); err != nil || fi.Mode().Perm() != 0o755 || fi.Size() != 10 {
+		t.Errorf("stat run.sh = %v, %v", fi, err)
+	}
+	if _, err := Open(ctx, root, "no-such-branch"); err == nil {
+		t.Error("Open with an unknown revision succeeded")
+	}
+}
+
+func TestTarDeterministic(t *testing.T) {
+	root := t.TempDir()
+	r, err := git.PlainInit(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, root, "b/x.txt", "x")
+	write(t, root, "a.txt", "a")
+	write(t, root, "run.sh", "#!/bin/sh\n")
+	if err := os.Chmod(filepath.Join(root, "run.sh"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("a.txt", filepath.Join(root, "l")); err != nil {
+		t.Fatal(err)
+	}
+	commitAll(t, r, "one", time.Date(2024, 1, 1, 0, 0, 0, 0, time.UTC))
+	for _, rev := range []string{"", "HEAD"} {
+		snap, err := Open(context.Background(), root, rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var one, two bytes.Buffer
+		opts := TarOptions{ModTime: snap.CommitTime}
+		if err := Tar(&one, snap.FS, opts); err != nil {
+			t.Fatal(err)
+		}
+		// Touch a file's mtime and mode-irrelevant bits: the archive must not change.
+		os.Chtimes(filepath.Join(root, "a.txt"), time.Now(), time.Now())
+		if err := Tar(&two, snap.FS, opts); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(one.Bytes(), two.Bytes()) {
+			t.Fatalf("rev %q: two tars differ", rev)
+		}
+		type ent struct {
+			name, link string
+			mode       int64
+			typ        byte
+		}
+		var got []ent
+		tr := tar.NewReader(&one)
+		for {
+			h, err := tr.Next()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Uid != 0 || h.Gid != 0 || !h.ModTime.Equal(snap.CommitTime) {
+				t.Errorf("%s: uid %d gid %d mtime %v", h.Name, h.Uid, h.Gid, h.ModTime)
+			}
+			got = append(got, ent{h.Name, h.Linkname, h.Mode, h.Typeflag})
+		}
+		want := []ent{
+			{"a.txt", "", 0o644, tar.TypeReg},
+			{"b/", "", 0o755, tar.TypeDir},
+			{"b/x.txt", "", 0o644, tar.TypeReg},
+			{"l", "a.txt", 0o777, tar.TypeSymlink},
+			{"run.sh", "", 0o755, tar.TypeReg},
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("rev %q entries:\n got %v\nwant %v", rev, got, want)
+		}
+	}
+}
