@@ -1,0 +1,161 @@
+package traces
+
+import (
+	"bytes"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+)
+
+// maxLines bounds Failure.Lines: enough to show the cause, short enough to read.
+const maxLines = 5
+
+// rule recognises one symptom on a single log line. subject picks what the
+// failure is about from the submatches; ok, when set, can veto a match.
+type rule struct {
+	re      *regexp.Regexp
+	subject func(m []string) string
+	ok      func(m []string, log []byte) bool
+}
+
+func group(i int) func([]string) string {
+	return func(m []string) string { return m[i] }
+}
+
+func fixed(s string) func([]string) string {
+	return func([]string) string { return s }
+}
+
+// classes are tried in order; the first class with a matching line wins.
+// Causes that explain other symptoms come first: a wrong toolchain makes
+// dependency resolution fail, a missing network makes tests fail.
+var classes = []struct {
+	class Class
+	rules []rule
+}{
+	{ToolchainVersion, []rule{
+		{re: regexp.MustCompile(`requires go >= ?(go)?([0-9][0-9a-z.]*)`), subject: func(m []string) string { return "go " + m[2] }},
+		{re: regexp.MustCompile(`go: download (go[0-9][0-9a-z.]*) for \S+: toolchain not available`), subject: group(1)},
+		{re: regexp.MustCompile(`go: cannot find GOROOT`), subject: fixed("go")},
+		{re: regexp.MustCompile(`The engine "([^"]+)" is incompatible`), subject: group(1)},
+		{re: regexp.MustCompile(`(?i)unsupported engine`), subject: fixed("node")},
+		{re: regexp.MustCompile(`SyntaxError: Unexpected token`), subject: fixed("node"),
+			ok: func(_ []string, log []byte) bool { return nodeRe.Match(log) }},
+	}},
+	{DependencyResolution, []rule{
+		{re: regexp.MustCompile(`\bERESOLVE\b`), subject: fixed("npm")},
+		{re: regexp.MustCompile(`\bETARGET\b`), subject: fixed("npm")},
+		{re: regexp.MustCompile(`missing go\.sum entry for module providing package (\S+?);?(?:\s|$)`), subject: group(1)},
+		{re: regexp.MustCompile(`([^@:\s]+)@\S+: missing go\.sum entry`), subject: group(1)},
+		{re: regexp.MustCompile(`missing go\.sum entry`), subject: fixed("go.sum")},
+		{re: regexp.MustCompile(`go: updates to go\.mod needed`), subject: fixed("go.mod")},
+		{re: regexp.MustCompile(`can only install packages when your package\.json and package-lock\.json`), subject: fixed("package-lock.json")},
+		{re: regexp.MustCompile(`(?i)lockfile needs to be updated|lockfile would have been modified`), subject: fixed("yarn.lock")},
+		{re: regexp.MustCompile(`ERR_PNPM_OUTDATED_LOCKFILE`), subject: fixed("pnpm-lock.yaml")},
+	}},
+	{MissingCommand, []rule{
+		{re: regexp.MustCompile(`\bsh: (?:line )?\d+: (.+?): not found`), subject: group(1)},
+		{re: regexp.MustCompile(`\bbash: (?:line \d+: )?([^:]+?): command not found`), subject: group(1)},
+		{re: regexp.MustCompile(`exec: "([^"]+)": executable file not found in \$PATH`), subject: group(1)},
+		{re: regexp.MustCompile(`/usr/bin/env: '?([^':]+?)'?: No such file or directory`), subject: group(1)},
+		{re: regexp.MustCompile(`\bmake(?:\[\d+\])?: ([^:* ]+): (?:Command not found|No such file or directory)`), subject: group(1)},
+	}},
+	{MissingLibrary, []rule{
+		{re: regexp.MustCompile(`fatal error: ([^:\s]+\.h(?:h|pp|xx)?): No such file`), subject: group(1)},
+		{re: regexp.MustCompile(`Package '?([^' ,]+)'?,? (?:required by '[^']*', )?(?:was )?not found`), subject: group(1)},
+		{re: regexp.MustCompile(`cannot find -l([A-Za-z0-9_+.-]+)`), subject: func(m []string) string { return "lib" + m[1] }},
+		{re: regexp.MustCompile(`error while loading shared libraries: ([^:\s]+)`), subject: group(1)},
+	}},
+	{NetworkNeeded, []rule{
+		{re: regexp.MustCompile(`dial tcp: lookup ([^\s:]+)`), subject: group(1)},
+		{re: regexp.MustCompile(`getaddrinfo (?:EAI_AGAIN|ENOTFOUND) ([^\s,]+)`), subject: group(1)},
+		{re: regexp.MustCompile(`\bENOTFOUND\b`), subject: fixed("")},
+		{re: regexp.MustCompile(`Could not resolve host:? '?([^'\s]+?)'?(?:\s|$)`), subject: group(1)},
+		{re: regexp.MustCompile(`Temporary failure (?:in name resolution|resolving '([^']+)')`), subject: group(1)},
+		{re: regexp.MustCompile(`(?i)network is unreachable`), subject: fixed("")},
+		{re: regexp.MustCompile(`dial tcp (\S+?):\d+: connect: connection refused`), subject: group(1), ok: notLoopback},
+		{re: regexp.MustCompile(`connect ECONNREFUSED (\S+?):\d+`), subject: group(1), ok: notLoopback},
+	}},
+	{Permission, []rule{
+		{re: regexp.MustCompile(`(?:open|mkdir|stat|remove|rename) ([^\s:]+): permission denied`), subject: group(1)},
+		{re: regexp.MustCompile(`EACCES(?::[^,]*, \w+ '([^']+)')?`), subject: group(1)},
+		{re: regexp.MustCompile(`(?i)permission denied`), subject: fixed("")},
+		{re: regexp.MustCompile(`Operation not permitted`), subject: fixed("")},
+	}},
+	{TestFailure, []rule{
+		{re: regexp.MustCompile(`^\s*--- FAIL: (\S+)`), subject: group(1)},
+		{re: regexp.MustCompile(`^FAIL\t(\S+)`), subject: group(1)},
+		{re: regexp.MustCompile(`^\s*not ok \d+ (?:- )?(.*?)\s*(?:#.*)?$`), subject: group(1)},
+		{re: regexp.MustCompile(`^Tests:\s+([1-9]\d*) failed`), subject: fixed("")},
+		{re: regexp.MustCompile(`^# fail ([1-9]\d*)\s*$`), subject: fixed("")},
+		{re: regexp.MustCompile(`^\s*([1-9]\d*) failing\s*$`), subject: fixed("")},
+	}},
+}
+
+var nodeRe = regexp.MustCompile(`node:internal|Node\.js v\d|\bnode\b`)
+
+func notLoopback(m []string, _ []byte) bool {
+	host := strings.Trim(m[1], "[]")
+	if host == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
+}
+
+// Classify says why a step failed. exitCode, timedOut and oom come from the
+// engine; log is the step's combined output. It returns nil for a step that
+// passed (exit 0, no timeout, no OOM).
+func Classify(exitCode int, timedOut, oom bool, log []byte) *Failure {
+	lines := strings.Split(string(bytes.ToValidUTF8(log, []byte("\uFFFD"))), "\n")
+	switch {
+	case timedOut:
+		return &Failure{Class: Timeout, Lines: lastLines(lines, maxLines)}
+	case oom || exitCode == 137:
+		return &Failure{Class: OutOfMemory, Lines: lastLines(lines, maxLines)}
+	case exitCode == 0:
+		return nil
+	}
+	for _, c := range classes {
+		var f *Failure
+		for _, line := range lines {
+			line = strings.TrimRight(line, "\r")
+			for _, r := range c.rules {
+				m := r.re.FindStringSubmatch(line)
+				if m == nil || (r.ok != nil && !r.ok(m, log)) {
+					continue
+				}
+				if f == nil {
+					f = &Failure{Class: c.class}
+				}
+				if f.Subject == "" {
+					f.Subject = r.subject(m)
+				}
+				if len(f.Lines) < maxLines {
+					f.Lines = append(f.Lines, strings.TrimSpace(line))
+				}
+				break
+			}
+		}
+		if f != nil {
+			return f
+		}
+	}
+	return &Failure{Class: Unknown, Subject: "exit " + strconv.Itoa(exitCode), Lines: lastLines(lines, maxLines)}
+}
+
+// lastLines returns the last n non-blank lines, the most telling ones when
+// no pattern matched.
+func lastLines(lines []string, n int) []string {
+	var out []string
+	for i := len(lines) - 1; i >= 0 && len(out) < n; i-- {
+		if s := strings.TrimSpace(lines[i]); s != "" {
+			out = append(out, s)
+		}
+	}
+	for i, j := 0, len(out)-1; i < j; i, j = i+1, j-1 {
+		out[i], out[j] = out[j], out[i]
+	}
+	return out
+}

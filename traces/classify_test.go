@@ -1,0 +1,107 @@
+package traces
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		name     string
+		exit     int
+		timedOut bool
+		oom      bool
+		log      string
+		class    Class
+		subject  string
+		line     string // one of the deciding lines
+	}{
+		{name: "dash not found", exit: 127, log: "+ make\nsh: 1: make: not found\n", class: MissingCommand, subject: "make", line: "sh: 1: make: not found"},
+		{name: "bash command not found", exit: 127, log: "bash: line 1: gcc: command not found\n", class: MissingCommand, subject: "gcc"},
+		{name: "bash short form", exit: 127, log: "bash: yarn: command not found\n", class: MissingCommand, subject: "yarn"},
+		{name: "go exec", exit: 2, log: "# runtime/cgo\ncgo: C compiler \"gcc\" not found: exec: \"gcc\": executable file not found in $PATH\nFAIL\tgithub.com/x/y [build failed]\n", class: MissingCommand, subject: "gcc"},
+		{name: "env shebang", exit: 127, log: "/usr/bin/env: 'node': No such file or directory\n", class: MissingCommand, subject: "node"},
+		{name: "header", exit: 1, log: "src/z.c:1:10: fatal error: zlib.h: No such file or directory\n    1 | #include <zlib.h>\n      |          ^~~~~~~~\ncompilation terminated.\n", class: MissingLibrary, subject: "zlib.h", line: "src/z.c:1:10: fatal error: zlib.h: No such file or directory"},
+		{name: "pkg-config", exit: 1, log: "Package libffi was not found in the pkg-config search path.\nPerhaps you should add the directory containing `libffi.pc'\nto the PKG_CONFIG_PATH environment variable\n", class: MissingLibrary, subject: "libffi"},
+		{name: "pkg-config quoted", exit: 1, log: "Package 'sqlite3', required by 'virtual:world', not found\n", class: MissingLibrary, subject: "sqlite3"},
+		{name: "ld", exit: 1, log: "/usr/bin/ld: cannot find -lssl: No such file or directory\ncollect2: error: ld returned 1 exit status\n", class: MissingLibrary, subject: "libssl"},
+		{name: "shared lib", exit: 127, log: "./app: error while loading shared libraries: libpq.so.5: cannot open shared object file: No such file or directory\n", class: MissingLibrary, subject: "libpq.so.5"},
+		{name: "go version", exit: 1, log: "go: go.mod requires go >= 1.23 (running go 1.21.0; GOTOOLCHAIN=local)\n", class: ToolchainVersion, subject: "go 1.23"},
+		{name: "go toolchain download", exit: 1, log: "go: downloading go1.23.1 (linux/amd64)\ngo: download go1.23.1 for linux/amd64: toolchain not available\n", class: ToolchainVersion, subject: "go1.23.1"},
+		{name: "goroot", exit: 2, log: "go: cannot find GOROOT directory: /usr/local/go\n", class: ToolchainVersion, subject: "go"},
+		{name: "yarn engine", exit: 1, log: "error vite@5.0.0: The engine \"node\" is incompatible with this module. Expected version \"^18.0.0 || >=20.0.0\". Got \"16.20.2\"\nerror Found incompatible module.\n", class: ToolchainVersion, subject: "node"},
+		{name: "node syntax", exit: 1, log: "/work/src/index.js:3\n  const x = a ?? b;\n              ^\n\nSyntaxError: Unexpected token '?'\n    at wrapSafe (internal/modules/cjs/loader.js:915:16)\n\nNode.js v12.22.12\n", class: ToolchainVersion, subject: "node"},
+		{name: "npm unsupported engine", exit: 1, log: "npm ERR! code EBADENGINE\nnpm ERR! engine Unsupported engine\nnpm ERR! notsup Required: {\"node\":\">=20\"}\n", class: ToolchainVersion, subject: "node"},
+		{name: "eresolve", exit: 1, log: "npm ERR! code ERESOLVE\nnpm ERR! ERESOLVE unable to resolve dependency tree\n", class: DependencyResolution, subject: "npm", line: "npm ERR! code ERESOLVE"},
+		{name: "go.sum package", exit: 1, log: "main.go:4:2: missing go.sum entry for module providing package github.com/google/uuid (imported by example.com/m); to add:\n\tgo get example.com/m\n", class: DependencyResolution, subject: "github.com/google/uuid"},
+		{name: "go.sum module", exit: 1, log: "go: github.com/stretchr/testify@v1.9.0: missing go.sum entry for go.mod file; to add it:\n\tgo mod download github.com/stretchr/testify\n", class: DependencyResolution, subject: "github.com/stretchr/testify"},
+		{name: "npm ci sync", exit: 1, log: "npm ERR! code EUSAGE\nnpm ERR! `npm ci` can only install packages when your package.json and package-lock.json or npm-shrinkwrap.json are in sync. Please update your lock file with `npm install` before continuing.\n", class: DependencyResolution, subject: "package-lock.json"},
+		{name: "yarn frozen", exit: 1, log: "yarn install v1.22.19\n[1/4] Resolving packages...\nerror Your lockfile needs to be updated, but yarn was run with `--frozen-lockfile`.\n", class: DependencyResolution, subject: "yarn.lock"},
+		{name: "pnpm frozen", exit: 1, log: " ERR_PNPM_OUTDATED_LOCKFILE  Cannot install with \"frozen-lockfile\" because pnpm-lock.yaml is not up to date with <ROOTDIR>/package.json\n", class: DependencyResolution, subject: "pnpm-lock.yaml"},
+		{name: "go dns", exit: 1, log: "go: github.com/a/b@v1.0.0: Get \"https://proxy.example/github.com/a/b/@v/v1.0.0.mod\": dial tcp: lookup proxy.example on 127.0.0.11:53: no such host\n", class: NetworkNeeded, subject: "proxy.example"},
+		{name: "go test dns", exit: 1, log: "=== RUN   TestFetch\n    fetch_test.go:12: Get \"https://schemas.example.org/x\": dial tcp: lookup schemas.example.org: no such host\n--- FAIL: TestFetch (0.00s)\nFAIL\texample.com/m\t0.004s\n", class: NetworkNeeded, subject: "schemas.example.org"},
+		{name: "eai_again", exit: 1, log: "npm ERR! code EAI_AGAIN\nnpm ERR! request to https://registry.example/react failed, reason: getaddrinfo EAI_AGAIN registry.example\n", class: NetworkNeeded, subject: "registry.example"},
+		{name: "enotfound", exit: 1, log: "Error: getaddrinfo ENOTFOUND api.example.com\n", class: NetworkNeeded, subject: "api.example.com"},
+		{name: "curl", exit: 6, log: "curl: (6) Could not resolve host: example.com\n", class: NetworkNeeded, subject: "example.com"},
+		{name: "unreachable", exit: 1, log: "dial tcp 203.0.113.5:443: connect: network is unreachable\n", class: NetworkNeeded},
+		{name: "refused remote", exit: 1, log: "Get \"http://10.1.2.3:8080/\": dial tcp 10.1.2.3:8080: connect: connection refused\n", class: NetworkNeeded, subject: "10.1.2.3"},
+		{name: "refused loopback is not network", exit: 1, log: "dial tcp 127.0.0.1:5432: connect: connection refused\n", class: Unknown},
+		{name: "git clone", exit: 128, log: "Cloning into 'x'...\nfatal: unable to access 'https://github.example/x/': Could not resolve host: github.example\n", class: NetworkNeeded, subject: "github.example"},
+		{name: "go test fail", exit: 1, log: "=== RUN   TestAdd\n    add_test.go:9: got 3, want 4\n--- FAIL: TestAdd (0.00s)\nFAIL\nFAIL\texample.com/m\t0.003s\nFAIL\n", class: TestFailure, subject: "TestAdd", line: "--- FAIL: TestAdd (0.00s)"},
+		{name: "go build fail line", exit: 1, log: "FAIL\texample.com/m/pkg [setup failed]\n", class: TestFailure, subject: "example.com/m/pkg"},
+		{name: "tap", exit: 1, log: "TAP version 13\nok 1 - adds\nnot ok 2 - subtracts\n  ---\n  ...\n1..2\n", class: TestFailure, subject: "subtracts"},
+		{name: "jest", exit: 1, log: "Test Suites: 1 failed, 3 passed, 4 total\nTests:       2 failed, 10 passed, 12 total\n", class: TestFailure},
+		{name: "node test", exit: 1, log: "# tests 5\n# pass 4\n# fail 1\n", class: TestFailure},
+		{name: "node test zero fail", exit: 1, log: "# tests 5\n# pass 5\n# fail 0\nweird exit\n", class: Unknown},
+		{name: "mocha", exit: 1, log: "  3 passing (20ms)\n  1 failing\n", class: TestFailure},
+		{name: "timeout", exit: -1, timedOut: true, log: "=== RUN TestSlow\n", class: Timeout},
+		{name: "oom flag", exit: 137, oom: true, log: "", class: OutOfMemory},
+		{name: "137 means killed", exit: 137, log: "Killed\n", class: OutOfMemory},
+		{name: "timeout wins over 137", exit: 137, timedOut: true, class: Timeout},
+		{name: "go permission", exit: 1, log: "go: creating work dir: mkdir /root/.cache: permission denied\n", class: Permission, subject: "/root/.cache"},
+		{name: "npm eacces", exit: 243, log: "npm ERR! code EACCES\nnpm ERR! Error: EACCES: permission denied, mkdir '/usr/local/lib/node_modules/x'\n", class: Permission, subject: "/usr/local/lib/node_modules/x"},
+		{name: "script not executable", exit: 126, log: "bash: line 1: ./build.sh: Permission denied\n", class: Permission},
+		{name: "eperm", exit: 1, log: "chown: changing ownership of '/work/src': Operation not permitted\n", class: Permission},
+		{name: "unknown", exit: 3, log: "something odd\n\nthe end\n", class: Unknown, subject: "exit 3", line: "the end"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := Classify(tt.exit, tt.timedOut, tt.oom, []byte(tt.log))
+			if f == nil {
+				t.Fatal("Classify returned nil for a failed step")
+			}
+			if f.Class != tt.class {
+				t.Errorf("class = %s, want %s (lines %q)", f.Class, tt.class, f.Lines)
+			}
+			if tt.subject != "" && f.Subject != tt.subject {
+				t.Errorf("subject = %q, want %q", f.Subject, tt.subject)
+			}
+			if len(f.Lines) > maxLines {
+				t.Errorf("%d lines, want at most %d", len(f.Lines), maxLines)
+			}
+			if tt.line != "" && !slices.Contains(f.Lines, tt.line) {
+				t.Errorf("lines %q do not include %q", f.Lines, tt.line)
+			}
+			if tt.log != "" && tt.class != Unknown && len(f.Lines) == 0 && !tt.timedOut {
+				t.Errorf("no deciding lines")
+			}
+		})
+	}
+}
+
+func TestClassifyPass(t *testing.T) {
+	if f := Classify(0, false, false, []byte("--- FAIL: looks bad but exit 0\n")); f != nil {
+		t.Errorf("Classify of a passing step = %+v, want nil", f)
+	}
+}
+
+func TestClassifyLinesBounded(t *testing.T) {
+	log := ""
+	for i := 0; i < 20; i++ {
+		log += "--- FAIL: TestX (0.00s)\n"
+	}
+	f := Classify(1, false, false, []byte(log))
+	if len(f.Lines) != maxLines {
+		t.Errorf("got %d lines, want %d", len(f.Lines), maxLines)
+	}
+}
