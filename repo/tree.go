@@ -189,8 +189,8 @@ type treeFile struct {
 }
 
 func (f *treeFile) Stat() (fs.FileInfo, error) { return f.info, nil }
-func (f *treeFile) Read(p []byte) (int, error)  { return f.rc.Read(p) }
-func (f *treeFile) Close() error                { return f.rc.Close() }
+func (f *treeFile) Read(p []byte) (int, error) { return f.rc.Read(p) }
+func (f *treeFile) Close() error               { return f.rc.Close() }
 
 type treeDir struct {
 	info treeInfo
@@ -219,4 +219,3 @@ func (d *treeDir) ReadDir(n int) ([]fs.DirEntry, error) {
 	d.off += n
 	return rest[:n], nil
 }
-
