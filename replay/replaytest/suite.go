@@ -1,0 +1,498 @@
+package replaytest
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/replay"
+)
+
+// Capabilities says what the engine under test enforces beyond the common
+// behaviour, and what it runs.
+type Capabilities struct {
+	// Image is a local image with a POSIX shell and coreutils to start
+	// containers from.
+	Image string
+	// Network: containers really are isolated by network mode.
+	Network bool
+	// Limits: memory and pids limits are applied (visible in the cgroup).
+	Limits bool
+	// Users: ExecSpec.User switches the user and capabilities are dropped.
+	Users bool
+	// OOM: exceeding the memory limit is reported as an out-of-memory kill.
+	OOM bool
+	// ContainerPaths: a step sees container paths (pwd prints /work).
+	ContainerPaths bool
+	// ExtraEnv names variables the engine documents a step sees besides
+	// ExecSpec.Env.
+	ExtraEnv []string
+}
+
+// hostOnlyVar is set in the test process to prove it never reaches a step.
+const hostOnlyVar = "BOOTSTRAP_SUITE_HOST_ONLY"
+
+var seq atomic.Int64
+
+// unique returns a name no other run of the suite on this engine uses.
+func unique(kind string) string {
+	return fmt.Sprintf("bootstrap-suite-%s-%d-%d-%d", kind, os.Getpid(), time.Now().UnixNano()%1e6, seq.Add(1))
+}
+
+// Run runs the behaviour suite against engine.
+func Run(t *testing.T, engine replay.Engine, caps Capabilities) {
+	t.Helper()
+	if caps.Image == "" {
+		t.Fatal("replaytest: Capabilities.Image is empty")
+	}
+	s := &suite{engine: engine, caps: caps}
+	t.Run("ExitCodes", s.exitCodes)
+	t.Run("Streams", s.streams)
+	t.Run("Env", s.env)
+	t.Run("WorkDirAndCopyIn", s.workDirAndCopyIn)
+	t.Run("SharedVolume", s.sharedVolume)
+	t.Run("Commit", s.commit)
+	t.Run("Timeout", s.timeout)
+	t.Run("RemoveLeavesNothing", s.removeLeavesNothing)
+	t.Run("BadNetworkMode", s.badNetworkMode)
+	t.Run("MissingImage", s.missingImage)
+	if caps.Network {
+		t.Run("NetworkModes", s.networkModes)
+	}
+	if caps.Limits {
+		t.Run("Limits", s.limits)
+	}
+	if caps.Users {
+		t.Run("Users", s.users)
+	}
+	if caps.OOM {
+		t.Run("OOM", s.oom)
+	}
+}
+
+type suite struct {
+	engine replay.Engine
+	caps   Capabilities
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// start starts a container removed when the test ends, whatever happens.
+func (s *suite) start(t *testing.T, spec replay.ContainerSpec) replay.Container {
+	t.Helper()
+	if spec.Image == "" {
+		spec.Image = s.caps.Image
+	}
+	if spec.Network == "" {
+		spec.Network = replay.NetworkNone
+	}
+	c, err := s.engine.Start(ctxFor(t), spec)
+	if err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.engine.RemoveContainer(ctx, c.ID()); err != nil {
+			t.Errorf("RemoveContainer %s: %v", c.ID(), err)
+		}
+	})
+	return c
+}
+
+// volume names a volume removed when the test ends, after its containers.
+func (s *suite) volume(t *testing.T) string {
+	t.Helper()
+	name := unique("vol")
+	if _, err := s.engine.EnsureVolume(ctxFor(t), name, nil); err != nil {
+		t.Fatalf("EnsureVolume: %v", err)
+	}
+	// Registered first, so it runs after the containers' cleanups.
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		if err := s.engine.RemoveVolume(ctx, name); err != nil {
+			t.Errorf("RemoveVolume %s: %v", name, err)
+		}
+	})
+	return name
+}
+
+type output struct {
+	res            replay.ExecResult
+	stdout, stderr string
+}
+
+func run(t *testing.T, c replay.Container, spec replay.ExecSpec) output {
+	t.Helper()
+	var out, errb bytes.Buffer
+	spec.Stdout, spec.Stderr = &out, &errb
+	res, err := c.Exec(ctxFor(t), spec)
+	if err != nil {
+		t.Fatalf("Exec %q: %v", spec.Cmd, err)
+	}
+	return output{res: res, stdout: out.String(), stderr: errb.String()}
+}
+
+func sh(script string) []string { return []string{"sh", "-c", script} }
+
+var stdEnv = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
+
+func (s *suite) exitCodes(t *testing.T) {
+	c := s.start(t, replay.ContainerSpec{})
+	for _, code := range []int{0, 1, 42} {
+		o := run(t, c, replay.ExecSpec{Cmd: sh("exit " + strconv.Itoa(code)), Env: stdEnv})
+		if o.res.ExitCode != code {
+			t.Errorf("exit %d: got exit code %d", code, o.res.ExitCode)
+		}
+		if o.res.OOMKilled {
+			t.Errorf("exit %d: reported as OOM-killed", code)
+		}
+	}
+	o := run(t, c, replay.ExecSpec{Cmd: sh("no-such-command-anywhere"), Env: stdEnv})
+	if o.res.ExitCode != 127 {
+		t.Errorf("missing command: got exit code %d, want 127", o.res.ExitCode)
+	}
+}
+
+func (s *suite) streams(t *testing.T) {
+	c := s.start(t, replay.ContainerSpec{})
+	o := run(t, c, replay.ExecSpec{Cmd: sh("echo out; echo err >&2; echo out2"), Env: stdEnv})
+	if o.stdout != "out\nout2\n" {
+		t.Errorf("stdout = %q, want %q", o.stdout, "out\nout2\n")
+	}
+	if o.stderr != "err\n" {
+		t.Errorf("stderr = %q, want %q", o.stderr, "err\n")
+	}
+	// Large output must arrive whole, not truncated at a buffer size.
+	o = run(t, c, replay.ExecSpec{Cmd: sh("head -c 1000000 /dev/zero | tr '\\0' x"), Env: stdEnv})
+	if len(o.stdout) != 1000000 || strings.Trim(o.stdout, "x") != "" {
+		t.Errorf("large stdout: got %d bytes", len(o.stdout))
+	}
+}
+
+func (s *suite) env(t *testing.T) {
+	t.Setenv(hostOnlyVar, "leaked")
+	c := s.start(t, replay.ContainerSpec{})
+	want := []string{"PATH=/usr/bin:/bin", "FOO=bar", "SPACED=a b", "EMPTY="}
+	o := run(t, c, replay.ExecSpec{Cmd: []string{"env"}, Env: want})
+	if o.res.ExitCode != 0 {
+		t.Fatalf("env: exit %d, stderr %q", o.res.ExitCode, o.stderr)
+	}
+	var got []string
+	for _, kv := range strings.Split(strings.TrimSuffix(o.stdout, "\n"), "\n") {
+		name, _, _ := strings.Cut(kv, "=")
+		if slices.Contains(s.caps.ExtraEnv, name) {
+			continue
+		}
+		got = append(got, kv)
+	}
+	slices.Sort(got)
+	want = slices.Sorted(slices.Values(want))
+	if !slices.Equal(got, want) {
+		t.Errorf("step env = %q, want exactly %q (plus documented %q)", got, want, s.caps.ExtraEnv)
+	}
+	if strings.Contains(o.stdout, hostOnlyVar) {
+		t.Errorf("host variable %s reached the step", hostOnlyVar)
+	}
+
+	// No declared env at all: nothing leaks, and a shell still finds commands.
+	o = run(t, c, replay.ExecSpec{Cmd: sh("env; echo ok"), Env: nil})
+	if !strings.HasSuffix(o.stdout, "ok\n") || strings.Contains(o.stdout, hostOnlyVar) {
+		t.Errorf("empty env: stdout %q stderr %q", o.stdout, o.stderr)
+	}
+}
+
+func tarOf(t *testing.T, files map[string]string) *bytes.Buffer {
+	t.Helper()
+	var buf bytes.Buffer
+	tw := tar.NewWriter(&buf)
+	names := slices.Sorted(func(yield func(string) bool) {
+		for k := range files {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, name := range names {
+		var h *tar.Header
+		if strings.HasSuffix(name, "/") {
+			h = &tar.Header{Name: name, Typeflag: tar.TypeDir, Mode: 0o755}
+		} else {
+			mode := int64(0o644)
+			if strings.HasSuffix(name, ".sh") {
+				mode = 0o755
+			}
+			h = &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: mode, Size: int64(len(files[name]))}
+		}
+		h.ModTime = time.Unix(1700000000, 0)
+		if err := tw.WriteHeader(h); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(files[name])); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return &buf
+}
+
+func (s *suite) workDirAndCopyIn(t *testing.T) {
+	vol := s.volume(t)
+	c := s.start(t, replay.ContainerSpec{Mounts: []replay.Mount{{Volume: vol, Target: "/work"}}})
+	files := map[string]string{
+		"sub/":         "",
+		"sub/marker":   "copied in\n",
+		"sub/hello.sh": "#!/bin/sh\necho hello from script\n",
+	}
+	if err := c.CopyIn(ctxFor(t), "/work", tarOf(t, files)); err != nil {
+		t.Fatalf("CopyIn: %v", err)
+	}
+	o := run(t, c, replay.ExecSpec{Cmd: sh("cat marker && ./hello.sh"), Env: stdEnv, WorkDir: "/work/sub"})
+	if o.res.ExitCode != 0 || o.stdout != "copied in\nhello from script\n" {
+		t.Errorf("reading copied files: exit %d, stdout %q, stderr %q", o.res.ExitCode, o.stdout, o.stderr)
+	}
+	if s.caps.ContainerPaths {
+		o := run(t, c, replay.ExecSpec{Cmd: []string{"pwd"}, Env: stdEnv, WorkDir: "/work/sub"})
+		if o.stdout != "/work/sub\n" {
+			t.Errorf("pwd = %q, want /work/sub", o.stdout)
+		}
+	}
+	if err := c.CopyIn(ctxFor(t), "/no/such/dir", tarOf(t, files)); err == nil {
+		t.Error("CopyIn into a missing directory: no error")
+	}
+}
+
+func (s *suite) sharedVolume(t *testing.T) {
+	vol := s.volume(t)
+	a := s.start(t, replay.ContainerSpec{Mounts: []replay.Mount{{Volume: vol, Target: "/cache"}}})
+	o := run(t, a, replay.ExecSpec{Cmd: sh("echo shared > f"), Env: stdEnv, WorkDir: "/cache"})
+	if o.res.ExitCode != 0 {
+		t.Fatalf("writing the volume: exit %d, stderr %q", o.res.ExitCode, o.stderr)
+	}
+	if err := a.Remove(ctxFor(t)); err != nil {
+		t.Fatalf("Remove: %v", err)
+	}
+	b := s.start(t, replay.ContainerSpec{Mounts: []replay.Mount{{Volume: vol, Target: "/data", ReadOnly: true}}})
+	o = run(t, b, replay.ExecSpec{Cmd: sh("cat f"), Env: stdEnv, WorkDir: "/data"})
+	if o.stdout != "shared\n" {
+		t.Errorf("second container reads %q (stderr %q), want %q", o.stdout, o.stderr, "shared\n")
+	}
+	created, err := s.engine.EnsureVolume(ctxFor(t), vol, nil)
+	if err != nil || created {
+		t.Errorf("EnsureVolume of an existing volume: created=%v err=%v", created, err)
+	}
+}
+
+func (s *suite) commit(t *testing.T) {
+	c := s.start(t, replay.ContainerSpec{})
+	o := run(t, c, replay.ExecSpec{Cmd: sh("echo committed > marker"), Env: stdEnv, WorkDir: "/"})
+	if o.res.ExitCode != 0 {
+		t.Fatalf("writing: exit %d, stderr %q", o.res.ExitCode, o.stderr)
+	}
+	ref := unique("img") + ":test"
+	id, err := c.Commit(ctxFor(t), ref)
+	if err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.engine.RemoveImage(context.Background(), ref); err != nil {
+			t.Errorf("RemoveImage: %v", err)
+		}
+	})
+	info, err := s.engine.InspectImage(ctxFor(t), ref)
+	if err != nil || info.ID != id {
+		t.Fatalf("InspectImage(%q) = %+v, %v; want ID %s", ref, info, err, id)
+	}
+	d := s.start(t, replay.ContainerSpec{Image: ref})
+	o = run(t, d, replay.ExecSpec{Cmd: sh("cat marker"), Env: stdEnv, WorkDir: "/"})
+	if o.stdout != "committed\n" {
+		t.Errorf("container of the committed image reads %q, stderr %q", o.stdout, o.stderr)
+	}
+}
+
+func (s *suite) timeout(t *testing.T) {
+	c := s.start(t, replay.ContainerSpec{})
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	begin := time.Now()
+	_, err := c.Exec(ctx, replay.ExecSpec{Cmd: []string{"sleep", "60"}, Env: stdEnv})
+	took := time.Since(begin)
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Exec past its deadline: err = %v, want one wrapping context.DeadlineExceeded", err)
+	}
+	if took > 3*time.Second {
+		t.Errorf("Exec past a 1s deadline returned after %v, want within ~2s of it", took)
+	}
+	// The engine kills the whole container, since an exec cannot be killed
+	// alone; it must say so rather than run more steps in it.
+	if _, err := c.Exec(ctxFor(t), replay.ExecSpec{Cmd: []string{"true"}, Env: stdEnv}); err == nil {
+		t.Error("Exec in a container killed by a timeout: no error")
+	}
+}
+
+func (s *suite) removeLeavesNothing(t *testing.T) {
+	ctx := ctxFor(t)
+	labels := map[string]string{"dev.bootstrap.run": unique("run")}
+	vol := unique("vol")
+	if created, err := s.engine.EnsureVolume(ctx, vol, labels); err != nil || !created {
+		t.Fatalf("EnsureVolume(new) = %v, %v", created, err)
+	}
+	var ids []string
+	for range 2 {
+		c, err := s.engine.Start(ctx, replay.ContainerSpec{Image: s.caps.Image, Network: replay.NetworkNone, Labels: labels,
+			Mounts: []replay.Mount{{Volume: vol, Target: "/v"}}})
+		if err != nil {
+			t.Fatalf("Start: %v", err)
+		}
+		ids = append(ids, c.ID())
+	}
+	slices.Sort(ids)
+	listed, err := s.engine.List(ctx, labels)
+	if err != nil {
+		t.Fatalf("List: %v", err)
+	}
+	slices.Sort(listed)
+	if !slices.Equal(listed, ids) {
+		t.Errorf("List(run labels) = %q, want %q", listed, ids)
+	}
+	if managed, err := s.engine.List(ctx, map[string]string{"dev.bootstrap.managed": "true", "dev.bootstrap.run": labels["dev.bootstrap.run"]}); err != nil || len(managed) != 2 {
+		t.Errorf("List(managed label) = %q, %v; want both containers", managed, err)
+	}
+	for _, id := range ids {
+		if err := s.engine.RemoveContainer(ctx, id); err != nil {
+			t.Errorf("RemoveContainer: %v", err)
+		}
+		if err := s.engine.RemoveContainer(ctx, id); err != nil {
+			t.Errorf("RemoveContainer of a removed container: %v", err)
+		}
+	}
+	if err := s.engine.RemoveVolume(ctx, vol); err != nil {
+		t.Errorf("RemoveVolume: %v", err)
+	}
+	if err := s.engine.RemoveVolume(ctx, vol); err != nil {
+		t.Errorf("RemoveVolume of a removed volume: %v", err)
+	}
+	if left, err := s.engine.List(ctx, labels); err != nil || len(left) != 0 {
+		t.Errorf("after Remove, List = %q, %v; want nothing", left, err)
+	}
+	// The volume is really gone: ensuring it again creates it.
+	created, err := s.engine.EnsureVolume(ctx, vol, labels)
+	if err != nil || !created {
+		t.Errorf("EnsureVolume after RemoveVolume = %v, %v; want created", created, err)
+	}
+	if err := s.engine.RemoveVolume(ctx, vol); err != nil {
+		t.Errorf("RemoveVolume: %v", err)
+	}
+}
+
+func (s *suite) badNetworkMode(t *testing.T) {
+	labels := map[string]string{"dev.bootstrap.run": unique("run")}
+	c, err := s.engine.Start(ctxFor(t), replay.ContainerSpec{Image: s.caps.Image, Network: "bridge", Labels: labels})
+	if err == nil {
+		_ = s.engine.RemoveContainer(context.Background(), c.ID())
+		t.Fatal(`Start with network "bridge": no error`)
+	}
+	if left, _ := s.engine.List(ctxFor(t), labels); len(left) != 0 {
+		t.Errorf("a refused Start left containers %q", left)
+	}
+}
+
+func (s *suite) missingImage(t *testing.T) {
+	_, err := s.engine.InspectImage(ctxFor(t), unique("absent")+":none")
+	if !errors.Is(err, replay.ErrNotFound) {
+		t.Errorf("InspectImage(absent) = %v, want an error wrapping replay.ErrNotFound", err)
+	}
+}
+
+func (s *suite) networkModes(t *testing.T) {
+	for _, tc := range []struct {
+		mode   string
+		onlyLo bool
+	}{{replay.NetworkNone, true}, {replay.NetworkHost, false}} {
+		c := s.start(t, replay.ContainerSpec{Network: tc.mode})
+		o := run(t, c, replay.ExecSpec{Cmd: []string{"ls", "/sys/class/net"}, Env: stdEnv})
+		ifaces := strings.Fields(o.stdout)
+		if !slices.Contains(ifaces, "lo") {
+			t.Errorf("network %s: interfaces %q lack lo", tc.mode, ifaces)
+		}
+		if onlyLo := len(ifaces) == 1; onlyLo != tc.onlyLo {
+			t.Errorf("network %s: interfaces %q, want only lo = %v", tc.mode, ifaces, tc.onlyLo)
+		}
+	}
+}
+
+// cgroupValue reads a cgroup v2 file or its v1 counterpart.
+func cgroupValue(t *testing.T, c replay.Container, v2, v1 string) string {
+	t.Helper()
+	o := run(t, c, replay.ExecSpec{Cmd: sh("cat /sys/fs/cgroup/" + v2 + " 2>/dev/null || cat /sys/fs/cgroup/" + v1), Env: stdEnv})
+	return strings.TrimSpace(o.stdout)
+}
+
+func (s *suite) limits(t *testing.T) {
+	const mem = 96 << 20
+	c := s.start(t, replay.ContainerSpec{MemoryBytes: mem, PidsLimit: 77})
+	if got := cgroupValue(t, c, "memory.max", "memory/memory.limit_in_bytes"); got != strconv.Itoa(mem) {
+		t.Errorf("memory limit in the container = %q, want %d", got, mem)
+	}
+	if got := cgroupValue(t, c, "pids.max", "pids/pids.max"); got != "77" {
+		t.Errorf("pids limit in the container = %q, want 77", got)
+	}
+}
+
+func (s *suite) users(t *testing.T) {
+	c := s.start(t, replay.ContainerSpec{})
+	for _, tc := range []struct{ user, uid string }{{"", "0"}, {"root", "0"}, {"65534", "65534"}, {"nobody", "65534"}, {"1000:1000", "1000"}} {
+		o := run(t, c, replay.ExecSpec{Cmd: []string{"id", "-u"}, Env: stdEnv, User: tc.user})
+		if strings.TrimSpace(o.stdout) != tc.uid {
+			t.Errorf("user %q: id -u = %q (stderr %q), want %s", tc.user, o.stdout, o.stderr, tc.uid)
+		}
+	}
+	capEff := func(c replay.Container) string {
+		o := run(t, c, replay.ExecSpec{Cmd: sh("grep CapEff /proc/self/status"), Env: stdEnv})
+		return strings.TrimSpace(strings.TrimPrefix(o.stdout, "CapEff:"))
+	}
+	if got := capEff(c); got != "0000000000000000" {
+		t.Errorf("root's effective capabilities = %q, want none", got)
+	}
+	o := run(t, c, replay.ExecSpec{Cmd: sh("grep NoNewPrivs /proc/self/status"), Env: stdEnv})
+	if !strings.HasSuffix(strings.TrimSpace(o.stdout), "1") {
+		t.Errorf("no-new-privileges not set: %q", o.stdout)
+	}
+	k := s.start(t, replay.ContainerSpec{KeepCapabilities: true})
+	if got := capEff(k); got == "0000000000000000" || got == "" {
+		t.Errorf("KeepCapabilities: effective capabilities = %q, want the default set", got)
+	}
+}
+
+func (s *suite) oom(t *testing.T) {
+	c := s.start(t, replay.ContainerSpec{MemoryBytes: 64 << 20})
+	// tail keeps the whole last "line" of 300 MB of zeros in memory.
+	o := run(t, c, replay.ExecSpec{Cmd: sh("head -c 300m /dev/zero | tail"), Env: stdEnv})
+	if !o.res.OOMKilled {
+		t.Errorf("allocating past the limit: exit %d, OOMKilled false, stderr %q", o.res.ExitCode, o.stderr)
+	}
+	if o.res.ExitCode == 0 {
+		t.Error("allocating past the limit: exit 0")
+	}
+	// A later, small step is not reported as OOM-killed.
+	o = run(t, c, replay.ExecSpec{Cmd: sh("exit 3"), Env: stdEnv})
+	if o.res.ExitCode != 3 || o.res.OOMKilled {
+		t.Errorf("after an OOM kill: exit %d OOMKilled %v, want 3 false", o.res.ExitCode, o.res.OOMKilled)
+	}
+}
