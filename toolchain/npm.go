@@ -207,7 +207,7 @@ func untar(file, dir string) error {
 	defer fh.Close()
 	zr, err := gzip.NewReader(fh)
 	if err != nil {
-		return err
+		return fmt.Errorf("not a gzip tarball: %w", err)
 	}
 	tr := tar.NewReader(zr)
 	n := 0
@@ -217,9 +217,12 @@ func untar(file, dir string) error {
 			break
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("reading tarball: %w", err)
 		}
 		name := path.Clean(strings.TrimPrefix(hdr.Name, "./"))
+		if !filepath.IsLocal(name) {
+			return fmt.Errorf("entry %q escapes the package", hdr.Name)
+		}
 		_, rest, ok := strings.Cut(name, "/")
 		if !ok || rest == "" {
 			continue
