@@ -1,0 +1,354 @@
+package discover
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"sort"
+	"strings"
+
+	"github.com/bootstrap-dev/bootstrap/repo"
+)
+
+// DefaultMaxFileSize is the default cap on the bytes read from one file.
+const DefaultMaxFileSize = 1 << 20
+
+// headSize is how much of a lockfile is read: its format sits at the top,
+// and real lockfiles are often far larger than the per-file cap.
+const headSize = 64 << 10
+
+type config struct {
+	maxFileSize int64
+}
+
+// Option tunes a discovery run.
+type Option func(*config)
+
+// WithMaxFileSize caps the bytes read from one file; a larger file becomes an
+// Error "too large, skipped" and is never read.
+func WithMaxFileSize(n int64) Option {
+	return func(c *config) { c.maxFileSize = n }
+}
+
+// Dir opens the repository at path (rev "" for the working tree) and runs discovery.
+func Dir(ctx context.Context, path, rev string, opts ...Option) (*Result, error) {
+	snap, err := repo.Open(ctx, path, rev)
+	if err != nil {
+		return nil, err
+	}
+	return Run(ctx, snap, opts...)
+}
+
+// skipDirs hold other people's code or build output, never setup evidence.
+var skipDirs = map[string]bool{
+	".git": true, "vendor": true, "node_modules": true, "bower_components": true,
+	".venv": true, "venv": true, "__pycache__": true, ".tox": true, ".mypy_cache": true,
+	".pytest_cache": true, ".gradle": true, ".yarn": true, ".pnpm-store": true,
+}
+
+// Run mines snap and returns a sorted Result. Only a cancelled context or an
+// unreadable tree is an error; a malformed file becomes a Result.Errors entry.
+func Run(ctx context.Context, snap *repo.Snapshot, opts ...Option) (*Result, error) {
+	cfg := config{maxFileSize: DefaultMaxFileSize}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	d := &run{fsys: snap.FS, cfg: cfg, seen: map[string]bool{}}
+	var cands []string
+	err := fs.WalkDir(snap.FS, ".", func(p string, e fs.DirEntry, err error) error {
+		if err != nil {
+			if p == "." {
+				return err
+			}
+			d.errs = append(d.errs, Error{Path: p, Msg: err.Error()})
+			return nil
+		}
+		if e.IsDir() {
+			if p != "." && skipDirs[e.Name()] {
+				return fs.SkipDir
+			}
+			// Cargo's build output lives in target/ beside Cargo.toml.
+			if e.Name() == "target" && d.seen[path.Join(path.Dir(p), "Cargo.toml")] {
+				return fs.SkipDir
+			}
+			return ctx.Err()
+		}
+		if !e.Type().IsRegular() {
+			// Symlinks are not mined: the file they name is mined at its own path.
+			return nil
+		}
+		d.seen[p] = true
+		if minerFor(p) != nil {
+			cands = append(cands, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("walking repository: %w", err)
+	}
+	res := &Result{Commit: snap.Commit, Worktree: snap.Worktree, Files: map[string]string{}}
+	for _, p := range cands {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		d.mine(p, res)
+	}
+	res.Projects = d.projects()
+	for i := range d.ev {
+		d.ev[i].Project = projectOf(d.ev[i].Path, res.Projects)
+	}
+	sort.SliceStable(d.ev, func(i, j int) bool {
+		a, b := d.ev[i], d.ev[j]
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+		if a.Line != b.Line {
+			return a.Line < b.Line
+		}
+		return a.Kind < b.Kind
+	})
+	sort.SliceStable(d.errs, func(i, j int) bool {
+		if d.errs[i].Path != d.errs[j].Path {
+			return d.errs[i].Path < d.errs[j].Path
+		}
+		return d.errs[i].Line < d.errs[j].Line
+	})
+	res.Evidence, res.Errors = d.ev, d.errs
+	if res.Evidence == nil {
+		res.Evidence = []Evidence{}
+	}
+	return res, nil
+}
+
+type run struct {
+	fsys fs.FS
+	cfg  config
+	// seen holds every regular file visited, for markers and siblings (gradlew, lockfiles).
+	seen map[string]bool
+	ev   []Evidence
+	errs []Error
+}
+
+// file is one candidate being mined.
+type file struct {
+	path string
+	data []byte
+	// head is true when data is only the start of a larger file.
+	head bool
+	r    *run
+	n    int // evidence count before mining, to tell whether it produced any
+	nerr int
+}
+
+func (f *file) add(kind Kind, line int, excerpt string, facts map[string]string) {
+	if len(excerpt) > 200 {
+		excerpt = excerpt[:200]
+	}
+	f.r.ev = append(f.r.ev, Evidence{Kind: kind, Path: f.path, Line: line, Excerpt: excerpt, Facts: facts})
+}
+
+func (f *file) fail(line int, format string, args ...any) {
+	f.r.errs = append(f.r.errs, Error{Path: f.path, Line: line, Msg: fmt.Sprintf(format, args...)})
+}
+
+// lineText is the trimmed text of 1-based line n.
+func (f *file) lineText(n int) string {
+	return lineText(f.data, n)
+}
+
+func lineText(data []byte, n int) string {
+	for i := 1; i < n; i++ {
+		j := bytes.IndexByte(data, '\n')
+		if j < 0 {
+			return ""
+		}
+		data = data[j+1:]
+	}
+	if j := bytes.IndexByte(data, '\n'); j >= 0 {
+		data = data[:j]
+	}
+	return strings.TrimSpace(string(data))
+}
+
+func (d *run) mine(p string, res *Result) {
+	m := minerFor(p)
+	f := &file{path: p, r: d, n: len(d.ev), nerr: len(d.errs)}
+	sum, err := d.read(f, m.head)
+	if err != nil {
+		f.fail(0, "%v", err)
+		return
+	}
+	if !m.head && bytes.IndexByte(f.data[:min(len(f.data), 8192)], 0) >= 0 {
+		return // binary: nothing to mine
+	}
+	m.fn(f)
+	if len(d.ev) > f.n || len(d.errs) > f.nerr {
+		res.Files[p] = sum
+		for i := f.n; i < len(d.ev); i++ {
+			d.ev[i].SHA256 = sum
+		}
+	}
+}
+
+// read fills f.data and returns the file's digest. Head-only files are
+// hashed whole while streaming, keeping just the head in memory.
+func (d *run) read(f *file, head bool) (string, error) {
+	fh, err := d.fsys.Open(f.path)
+	if err != nil {
+		return "", err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return "", err
+	}
+	h := sha256.New()
+	if head {
+		buf := make([]byte, min(fi.Size(), headSize))
+		n, err := io.ReadFull(fh, buf)
+		if err != nil && err != io.ErrUnexpectedEOF {
+			return "", err
+		}
+		f.data, f.head = buf[:n], fi.Size() > int64(n)
+		h.Write(f.data)
+		if _, err := io.Copy(h, fh); err != nil {
+			return "", err
+		}
+		return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+	}
+	if fi.Size() > d.cfg.maxFileSize {
+		return "", fmt.Errorf("too large, skipped (%d bytes, cap %d)", fi.Size(), d.cfg.maxFileSize)
+	}
+	data, err := io.ReadAll(io.LimitReader(fh, d.cfg.maxFileSize+1))
+	if err != nil {
+		return "", err
+	}
+	if int64(len(data)) > d.cfg.maxFileSize {
+		return "", fmt.Errorf("too large, skipped (cap %d)", d.cfg.maxFileSize)
+	}
+	f.data = data
+	h.Write(data)
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+var lockfiles = []string{"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "bun.lockb"}
+
+// projects finds every project root from the markers seen.
+func (d *run) projects() []Project {
+	byRoot := map[string]*Project{}
+	addMarker := func(dir, marker, eco string) {
+		p := byRoot[dir]
+		if p == nil {
+			p = &Project{Root: dir}
+			byRoot[dir] = p
+		}
+		p.Markers = append(p.Markers, marker)
+		if !contains(p.Ecosystems, eco) {
+			p.Ecosystems = append(p.Ecosystems, eco)
+		}
+	}
+	workspaces := map[string]bool{}
+	for _, e := range d.ev {
+		if e.Kind == KindPackageJSON && e.Facts["workspaces"] != "" {
+			workspaces[path.Dir(e.Path)] = true
+		}
+	}
+	for p := range d.seen {
+		if path.Base(p) == "pnpm-workspace.yaml" {
+			workspaces[path.Dir(p)] = true
+		}
+	}
+	for p := range d.seen {
+		dir, name := path.Dir(p), path.Base(p)
+		switch name {
+		case "go.mod":
+			addMarker(dir, name, "go")
+		case "package.json":
+			if d.inWorkspace(dir, workspaces) {
+				continue
+			}
+			addMarker(dir, name, "node")
+		case "Cargo.toml":
+			addMarker(dir, name, "rust")
+		case "pyproject.toml", "requirements.txt", "setup.py":
+			addMarker(dir, name, "python")
+		case "pom.xml", "build.gradle", "build.gradle.kts":
+			addMarker(dir, name, "java")
+		case "Gemfile":
+			addMarker(dir, name, "ruby")
+		case "configure":
+			addMarker(dir, name, "c")
+		case "CMakeLists.txt":
+			// Nested CMakeLists.txt are subdirectories of the top-most build.
+			if d.ancestorHas(dir, "CMakeLists.txt") {
+				continue
+			}
+			addMarker(dir, name, "c")
+		}
+	}
+	out := make([]Project, 0, len(byRoot))
+	for _, p := range byRoot {
+		sort.Strings(p.Markers)
+		sort.Strings(p.Ecosystems)
+		out = append(out, *p)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Root < out[j].Root })
+	return out
+}
+
+// inWorkspace reports whether dir's package.json belongs to an enclosing
+// workspace root: it does unless dir has a lockfile of its own.
+func (d *run) inWorkspace(dir string, workspaces map[string]bool) bool {
+	for _, l := range lockfiles {
+		if d.seen[path.Join(dir, l)] {
+			return false
+		}
+	}
+	for a := dir; a != "."; {
+		a = path.Dir(a)
+		if workspaces[a] {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *run) ancestorHas(dir, name string) bool {
+	for a := dir; a != "."; {
+		a = path.Dir(a)
+		if d.seen[path.Join(a, name)] {
+			return true
+		}
+	}
+	return false
+}
+
+// projectOf is the nearest enclosing project root; CI files belong to the repository.
+func projectOf(p string, projects []Project) string {
+	if strings.HasPrefix(p, ".github/") || p == ".gitlab-ci.yml" {
+		return "."
+	}
+	for dir := path.Dir(p); ; dir = path.Dir(dir) {
+		i := sort.Search(len(projects), func(i int) bool { return projects[i].Root >= dir })
+		if i < len(projects) && projects[i].Root == dir {
+			return dir
+		}
+		if dir == "." {
+			return "."
+		}
+	}
+}
+
+func contains(ss []string, s string) bool {
+	for _, x := range ss {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
