@@ -1,0 +1,566 @@
+package synth
+
+import (
+	"fmt"
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/discover"
+	"github.com/bootstrap-dev/bootstrap/results"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+// Attempt is one replay as the repair loop sees it.
+type Attempt struct {
+	N        int
+	Pass     bool
+	Cached   bool
+	Contract *contract.Contract
+	// Where the first failure happened; Stage is empty on a pass.
+	Stage   string
+	Index   int
+	Failure *traces.Failure
+	// Log is the tail of the failed step's combined output.
+	Log       string
+	Tests     []results.Test
+	Duration  time.Duration
+	TracePath string
+}
+
+// StepRef names the failed step, "build/1".
+func (a *Attempt) StepRef() string { return contract.StepRef(a.Stage, a.Index) }
+
+// Situation is what a rule sees: the failed attempt, the ones before it, and
+// the repository's evidence.
+type Situation struct {
+	Attempt  *Attempt
+	History  []*Attempt
+	Evidence *discover.Result
+	// Resolve turns a version spec ("^20", "1.23") into an exact version.
+	Resolve func(tool, spec string) (string, error)
+}
+
+func (s *Situation) failed() *contract.Step {
+	st, err := step(s.Attempt.Contract, s.Attempt.Stage, s.Attempt.Index)
+	if err != nil {
+		return nil
+	}
+	return st
+}
+
+// cite is the evidence string every repair carries: the attempt, the step,
+// and the log line that decided it.
+func (s *Situation) cite(line string) string {
+	return fmt.Sprintf("attempt %d, step %s: %s", s.Attempt.N, s.Attempt.StepRef(), strings.TrimSpace(line))
+}
+
+// Rule proposes deltas for one kind of failure; it returns none when the
+// failure is not its kind.
+type Rule struct {
+	Name    string
+	Propose func(*Situation) []Delta
+}
+
+// Rules are the offline repairs, tried in order. Each has a fixture that
+// triggers it (see the tests).
+var Rules = []Rule{
+	{"missing-toolchain", missingToolchain},
+	{"missing-command", missingCommand},
+	{"missing-library", missingLibrary},
+	{"toolchain-version", toolchainVersion},
+	{"lockfile-drift", lockfileDrift},
+	{"working-directory", workingDirectory},
+	{"missing-env", missingEnv},
+	{"network-in-build", networkInBuild},
+	{"network-in-test", networkInTest},
+	{"run-as", runAs},
+	{"timeout", timeout},
+}
+
+var (
+	notFoundRes = []*regexp.Regexp{
+		regexp.MustCompile(`(?m)^(?:/bin/)?(?:ba)?sh: (?:line )?\d*:? ?([^\s:]+): (?:command )?not found`),
+		regexp.MustCompile(`(?m)([^\s:'"]+): command not found`),
+		regexp.MustCompile(`exec: "([^"]+)": executable file not found in \$PATH`),
+		regexp.MustCompile(`(?m)spawn ([^\s]+) ENOENT`),
+		regexp.MustCompile(`(?m)env: '?([^\s':]+)'?: No such file or directory`),
+	}
+	headerRe     = regexp.MustCompile(`fatal error: ([^\s:]+): No such file or directory`)
+	pkgConfigRes = []*regexp.Regexp{
+		regexp.MustCompile(`Package '?([^\s',]+)'?,? (?:was not found|required by .*, not found)`),
+		regexp.MustCompile(`No package '([^']+)' found`),
+		regexp.MustCompile(`Dependency "?([^\s"]+)"? not found`),
+	}
+	linkRe   = regexp.MustCompile(`cannot find -l([^\s:]+)`)
+	sharedRe = regexp.MustCompile(`error while loading shared libraries: ([^\s:]+)`)
+
+	goNeedsRes = []*regexp.Regexp{
+		regexp.MustCompile(`go\.mod requires go >= ([0-9][0-9.]*[0-9])`),
+		regexp.MustCompile(`module requires Go ([0-9][0-9.]*[0-9])`),
+		regexp.MustCompile(`requires go(?: version)? >= ?([0-9][0-9.]*[0-9])`),
+		regexp.MustCompile(`go: (?:download|downloading) go([0-9][0-9.]*[0-9]) .*toolchain`),
+	}
+	nodeNeedsRes = []*regexp.Regexp{
+		regexp.MustCompile(`The engine "node" is incompatible with this module\. Expected version "([^"]+)"`),
+		regexp.MustCompile(`required: \{[^}]*node: '([^']+)'`),
+		regexp.MustCompile(`requires Node(?:\.js)? (?:version )?([<>=^~]*\s*v?[0-9][0-9.x]*(?:\s*\|\|[^\n]*)?)`),
+	}
+	nodeSyntaxRe = regexp.MustCompile(`SyntaxError: (?:Unexpected token|Invalid regular expression flags|Unexpected identifier)|ERR_UNKNOWN_BUILTIN_MODULE|is not a function.*(?:structuredClone|toSorted|findLast)`)
+
+	npmDriftRe  = regexp.MustCompile("`npm ci` can only install packages when your package.json and package-lock.json|npm-shrinkwrap.json are in sync|npm ERR! code EUSAGE")
+	yarnDriftRe = regexp.MustCompile(`Your lockfile needs to be updated|The lockfile would have been modified by this install`)
+	pnpmDriftRe = regexp.MustCompile(`ERR_PNPM_OUTDATED_LOCKFILE|Cannot install with "frozen-lockfile"`)
+	goDriftRe   = regexp.MustCompile(`missing go\.sum entry|updates to go\.mod needed|go: inconsistent vendoring`)
+
+	cwdRes = []struct {
+		re     *regexp.Regexp
+		marker discover.Kind
+	}{
+		{regexp.MustCompile(`go\.mod file not found in current directory|cannot find main module|directory prefix \. does not contain main module`), discover.KindGoMod},
+		{regexp.MustCompile(`(?:ENOENT|enoent).*package\.json|Could not read package\.json|Couldn't find a package\.json|No package\.json`), discover.KindPackageJSON},
+		{regexp.MustCompile(`No targets specified and no makefile found|No rule to make target`), discover.KindMakeTarget},
+	}
+
+	envRes = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)environment variable "?\$?([A-Z_][A-Z0-9_]*)"? (?:is )?(?:not set|unset|missing|required|must be set|is empty)`),
+		regexp.MustCompile(`(?i)(?:missing|required) (?:required )?env(?:ironment)? ?(?:var(?:iable)?)? "?\$?([A-Z_][A-Z0-9_]*)"?`),
+		regexp.MustCompile(`\$?([A-Z_][A-Z0-9_]{2,})(?: is)? (?:not set|unset|must be set)`),
+		regexp.MustCompile(`KeyError: '([A-Z_][A-Z0-9_]*)'`),
+		regexp.MustCompile(`([A-Z_][A-Z0-9_]{2,}): (?:parameter null or not set|unbound variable)`),
+	}
+
+	asRootRe    = regexp.MustCompile(`(?i)(?:must|should|cannot|can't|do) not (?:be )?run(?:ning)? as root|running as root is not (?:supported|allowed)|refusing to run as root|not be run as root|as root is dangerous`)
+	permittedRe = regexp.MustCompile(`(?i)(?:permission denied|EACCES|operation not permitted)[^\n]*`)
+)
+
+// match returns the first submatch of the first pattern that matches, and the line it is on.
+func match(log string, res ...*regexp.Regexp) (sub, line string) {
+	for _, re := range res {
+		if loc := re.FindStringSubmatchIndex(log); loc != nil {
+			sub = log[loc[0]:loc[1]]
+			if len(loc) >= 4 && loc[2] >= 0 {
+				sub = log[loc[2]:loc[3]]
+			}
+			return sub, lineAt(log, loc[0])
+		}
+	}
+	return "", ""
+}
+
+func lineAt(log string, at int) string {
+	start := strings.LastIndexByte(log[:at], '\n') + 1
+	end := strings.IndexByte(log[at:], '\n')
+	if end < 0 {
+		return log[start:]
+	}
+	return log[start : at+end]
+}
+
+func missingCommand(s *Situation) []Delta {
+	cmd, line := match(s.Attempt.Log, notFoundRes...)
+	if cmd == "" {
+		return nil
+	}
+	if _, ok := toolchainCommands[path.Base(cmd)]; ok {
+		return nil // missingToolchain's case
+	}
+	pkg, ok := PackageForCommand(cmd)
+	if !ok || slices.Contains(s.Attempt.Contract.SystemPackages, pkg) {
+		return nil
+	}
+	return []Delta{{
+		Reason:   fmt.Sprintf("%s is not installed; Debian package %s provides it", cmd, pkg),
+		Evidence: s.cite(line),
+		Ops:      []Op{{Kind: AddSystemPackage, Name: pkg}},
+	}}
+}
+
+func missingToolchain(s *Situation) []Delta {
+	cmd, line := match(s.Attempt.Log, notFoundRes...)
+	tool, ok := toolchainCommands[path.Base(cmd)]
+	if cmd == "" || !ok {
+		return nil
+	}
+	c := s.Attempt.Contract
+	var ops []Op
+	need := []string{tool}
+	if tool == "npm" || tool == "yarn" || tool == "pnpm" {
+		need = []string{"node", tool}
+	}
+	for _, t := range need {
+		if c.Toolchain(t) != nil {
+			continue
+		}
+		v, err := s.Resolve(t, "")
+		if err != nil {
+			continue
+		}
+		ops = append(ops, Op{Kind: SetToolchain, Name: t, Value: v})
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return []Delta{{
+		Reason:   fmt.Sprintf("%s is not on PATH; declare the %s toolchain", cmd, tool),
+		Evidence: s.cite(line),
+		Ops:      ops,
+	}}
+}
+
+func missingLibrary(s *Situation) []Delta {
+	log := s.Attempt.Log
+	var pkg, line, what string
+	if h, l := match(log, headerRe); h != "" {
+		p, ok := PackageForHeader(h)
+		if !ok {
+			return nil
+		}
+		pkg, line, what = p, l, "header "+h
+	} else if m, l := match(log, pkgConfigRes...); m != "" {
+		p, ok := PackageForLibrary(m)
+		if !ok {
+			return nil
+		}
+		pkg, line, what = p, l, "pkg-config module "+m
+	} else if m, l := match(log, linkRe, sharedRe); m != "" {
+		p, ok := PackageForLibrary(m)
+		if !ok {
+			return nil
+		}
+		pkg, line, what = p, l, "library "+m
+	} else {
+		return nil
+	}
+	ops := []Op{}
+	if !slices.Contains(s.Attempt.Contract.SystemPackages, pkg) {
+		ops = append(ops, Op{Kind: AddSystemPackage, Name: pkg})
+	}
+	if strings.Contains(line, "pkg-config") || strings.Contains(log, "pkg-config: not found") || strings.Contains(log, "pkg-config: executable file not found") {
+		if !slices.Contains(s.Attempt.Contract.SystemPackages, "pkg-config") {
+			ops = append(ops, Op{Kind: AddSystemPackage, Name: "pkg-config"})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return []Delta{{
+		Reason:   fmt.Sprintf("%s is missing; Debian package %s ships it", what, pkg),
+		Evidence: s.cite(line),
+		Ops:      ops,
+	}}
+}
+
+func toolchainVersion(s *Situation) []Delta {
+	log, c := s.Attempt.Log, s.Attempt.Contract
+	if v, line := match(log, goNeedsRes...); v != "" {
+		exact, err := s.Resolve("go", v)
+		if err != nil {
+			return nil
+		}
+		if t := c.Toolchain("go"); t != nil && !versionLess(t.Version, exact) {
+			return nil
+		}
+		return []Delta{{
+			Reason:   fmt.Sprintf("the module needs Go %s; use Go %s", v, exact),
+			Evidence: s.cite(line),
+			Ops:      []Op{{Kind: SetToolchain, Name: "go", Value: exact}},
+		}}
+	}
+	spec, line := match(log, nodeNeedsRes...)
+	if spec == "" {
+		if _, l := match(log, nodeSyntaxRe); l != "" && c.Toolchain("node") != nil {
+			spec, line = "lts", l
+		}
+	}
+	if spec == "" {
+		return nil
+	}
+	exact, err := s.Resolve("node", strings.TrimSpace(spec))
+	if err != nil {
+		return nil
+	}
+	if t := c.Toolchain("node"); t != nil && !versionLess(t.Version, exact) {
+		return nil
+	}
+	return []Delta{{
+		Reason:   fmt.Sprintf("the package needs Node %s; use Node %s", spec, exact),
+		Evidence: s.cite(line),
+		Ops:      []Op{{Kind: SetToolchain, Name: "node", Value: exact}},
+	}}
+}
+
+// lockfileDrift replaces a frozen install by one that may update the
+// lockfile. It is a weaker fetch, never a weaker test, and says so.
+func lockfileDrift(s *Situation) []Delta {
+	st := s.failed()
+	if st == nil {
+		return nil
+	}
+	log := s.Attempt.Log
+	swap := func(line, from, to, who string) []Delta {
+		if !strings.Contains(st.Run, from) {
+			return nil
+		}
+		n := *st
+		n.Run = strings.Replace(st.Run, from, to, 1)
+		n.Source, n.Confidence = contract.SourceRepair, 0.6
+		n.Reason = fmt.Sprintf("the %s lockfile is out of sync with its manifest; install without freezing it (upstream should re-lock)", who)
+		n.Evidence = s.cite(line)
+		return []Delta{{
+			Reason:   n.Reason,
+			Evidence: n.Evidence,
+			Ops:      []Op{{Kind: ReplaceStep, Stage: s.Attempt.Stage, Index: s.Attempt.Index, Step: &n}},
+		}}
+	}
+	if _, l := match(log, npmDriftRe); l != "" {
+		return swap(l, "npm ci", "npm install --no-audit --no-fund", "npm")
+	}
+	if _, l := match(log, yarnDriftRe); l != "" {
+		if d := swap(l, "--frozen-lockfile", "--no-frozen-lockfile", "yarn"); d != nil {
+			return d
+		}
+		return swap(l, "--immutable", "--no-immutable", "yarn")
+	}
+	if _, l := match(log, pnpmDriftRe); l != "" {
+		if d := swap(l, "--frozen-lockfile", "--no-frozen-lockfile", "pnpm"); d != nil {
+			return d
+		}
+		return swap(l, "pnpm install", "pnpm install --no-frozen-lockfile", "pnpm")
+	}
+	if _, l := match(log, goDriftRe); l != "" {
+		if hasFetch(s.Attempt.Contract, "go mod tidy", st.Cwd) {
+			return nil
+		}
+		return []Delta{insertFetch(s, "go mod tidy", st.Cwd, l, "go.sum is missing entries the build needs; tidy the module while the network is on (upstream should run go mod tidy)")}
+	}
+	return nil
+}
+
+func workingDirectory(s *Situation) []Delta {
+	st := s.failed()
+	if st == nil || s.Evidence == nil {
+		return nil
+	}
+	for _, c := range cwdRes {
+		_, line := match(s.Attempt.Log, c.re)
+		if line == "" {
+			continue
+		}
+		var roots []string
+		for _, e := range s.Evidence.Evidence {
+			if e.Kind != c.marker {
+				continue
+			}
+			dir := path.Dir(e.Path)
+			if dir == "." {
+				dir = ""
+			}
+			if dir != st.Cwd && !slices.Contains(roots, dir) {
+				roots = append(roots, dir)
+			}
+		}
+		// Only an unambiguous root is a rule's call; several are the LLM's.
+		if len(roots) != 1 {
+			return nil
+		}
+		return []Delta{{
+			Reason:   fmt.Sprintf("the step runs outside its project; %s is in %q", c.marker, roots[0]),
+			Evidence: s.cite(line),
+			Ops:      []Op{{Kind: SetCwd, Stage: s.Attempt.Stage, Index: s.Attempt.Index, Value: roots[0]}},
+		}}
+	}
+	return nil
+}
+
+func missingEnv(s *Situation) []Delta {
+	name, line := match(s.Attempt.Log, envRes...)
+	if name == "" || s.Evidence == nil {
+		return nil
+	}
+	if _, ok := s.Attempt.Contract.Env[name]; ok {
+		return nil
+	}
+	for _, e := range s.Evidence.Evidence {
+		if e.Kind != discover.KindGHAEnv || e.Facts["name"] != name {
+			continue
+		}
+		v := e.Facts["value"]
+		if strings.Contains(v, "secrets.") {
+			return nil // a secret's value is the caller's to give, not ours to invent
+		}
+		return []Delta{{
+			Reason:   fmt.Sprintf("%s is unset; %s sets it to %q", name, e.Ref(), v),
+			Evidence: s.cite(line),
+			Ops:      []Op{{Kind: SetEnv, Name: name, Value: v}},
+		}}
+	}
+	return nil
+}
+
+// networkInBuild runs a build step that tried to download once more in the
+// fetch stage, where the network is on, so its downloads land in the cache.
+func networkInBuild(s *Situation) []Delta {
+	a := s.Attempt
+	if a.Failure == nil || a.Failure.Class != traces.NetworkNeeded {
+		return nil
+	}
+	c := a.Contract
+	si := stageIndex(c, a.Stage)
+	if si < 0 || c.Stages[si].Network || c.Stages[si].Strongest {
+		return nil
+	}
+	st := s.failed()
+	if hasFetch(c, st.Run, st.Cwd) {
+		return nil
+	}
+	return []Delta{insertFetch(s, st.Run, st.Cwd, firstLine(a.Failure.Lines), "the step downloads what it needs; run it once in the fetch stage so the downloads are cached for the offline build")}
+}
+
+// networkInTest quarantines the tests that failed with network errors, each
+// with the log line that shows it. Tests that failed otherwise keep failing.
+func networkInTest(s *Situation) []Delta {
+	a := s.Attempt
+	if a.Failure == nil || a.Failure.Class != traces.NetworkNeeded {
+		return nil
+	}
+	var ops []Op
+	for _, t := range a.Tests {
+		if t.Status != results.Failed {
+			continue
+		}
+		_, line := match(t.Output, networkRes...)
+		if line == "" {
+			continue
+		}
+		ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{
+			Test: t.Name, Package: t.Package, Why: contract.WhyNeedsNetwork, Evidence: s.cite(line),
+		}})
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return []Delta{{
+		Reason:   fmt.Sprintf("%d test(s) need the network, which verification does not have", len(ops)),
+		Evidence: s.cite(firstLine(a.Failure.Lines)),
+		Ops:      ops,
+	}}
+}
+
+var networkRes = []*regexp.Regexp{
+	regexp.MustCompile(`dial tcp[^\n]*(?:no such host|network is unreachable|connection refused|i/o timeout|server misbehaving)`),
+	regexp.MustCompile(`lookup [^\s]+[^\n]*(?:no such host|server misbehaving|Temporary failure)`),
+	regexp.MustCompile(`getaddrinfo (?:EAI_AGAIN|ENOTFOUND)|ENETUNREACH|ECONNREFUSED [0-9.]+:[0-9]+|Could not resolve host|Temporary failure in name resolution|Network is unreachable`),
+}
+
+func runAs(s *Situation) []Delta {
+	a := s.Attempt
+	c := a.Contract
+	if c.User == "root" {
+		if _, line := match(a.Log, asRootRe); line != "" {
+			return []Delta{{
+				Reason:   "the tool refuses to run as root; run the steps as an unprivileged user",
+				Evidence: s.cite(line),
+				Ops:      []Op{{Kind: SetUser, Name: "builder"}},
+			}}
+		}
+		return nil
+	}
+	if a.Failure == nil || a.Failure.Class != traces.Permission {
+		return nil
+	}
+	line := firstLine(a.Failure.Lines)
+	if line == "" {
+		_, line = match(a.Log, permittedRe)
+	}
+	// Writes under the work tree or HOME are ours; a denial elsewhere means
+	// the tool expects root (global installs, /usr/local, raw sockets).
+	if strings.Contains(line, "/work/") || strings.Contains(line, "/home/") {
+		return nil
+	}
+	return []Delta{{
+		Reason:   "the step needs root (it writes outside the work tree and HOME); declare user root",
+		Evidence: s.cite(line),
+		Ops:      []Op{{Kind: SetUser, Name: "root"}},
+	}}
+}
+
+// maxTimeout bounds how far the timeout rule may stretch a step.
+const maxTimeout = 2 * time.Hour
+
+func timeout(s *Situation) []Delta {
+	a := s.Attempt
+	if a.Failure == nil || a.Failure.Class != traces.Timeout {
+		return nil
+	}
+	st := s.failed()
+	cur := time.Duration(st.Timeout)
+	if cur == 0 {
+		cur = DefaultStepTimeout
+	}
+	if cur >= maxTimeout {
+		return nil
+	}
+	next := min(2*cur, maxTimeout)
+	return []Delta{{
+		Reason:   fmt.Sprintf("the step ran out of its %s; allow %s", cur, next),
+		Evidence: s.cite("timed out after " + cur.String()),
+		Ops:      []Op{{Kind: SetTimeout, Stage: a.Stage, Index: a.Index, Value: next.String()}},
+	}}
+}
+
+// DefaultStepTimeout is what a step without a timeout gets; it matches the
+// replay's default.
+const DefaultStepTimeout = 30 * time.Minute
+
+func insertFetch(s *Situation, run, cwd, line, reason string) Delta {
+	c := s.Attempt.Contract
+	idx := 0
+	if si := stageIndex(c, "fetch"); si >= 0 {
+		idx = len(c.Stages[si].Steps)
+	}
+	st := &contract.Step{Run: run, Cwd: cwd, Evidence: s.cite(line), Source: contract.SourceRepair, Confidence: 0.6, Reason: reason}
+	return Delta{Reason: reason, Evidence: st.Evidence, Ops: []Op{{Kind: InsertStep, Stage: "fetch", Index: idx, Step: st}}}
+}
+
+func hasFetch(c *contract.Contract, run, cwd string) bool {
+	for _, s := range c.Stages {
+		if !s.Network {
+			continue
+		}
+		for _, st := range s.Steps {
+			if st.Run == run && st.Cwd == cwd {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func firstLine(lines []string) string {
+	if len(lines) == 0 {
+		return ""
+	}
+	return lines[0]
+}
+
+// versionLess compares dotted numeric versions ("1.22.5" < "1.23.0").
+func versionLess(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < max(len(as), len(bs)); i++ {
+		var x, y int
+		if i < len(as) {
+			fmt.Sscan(as[i], &x)
+		}
+		if i < len(bs) {
+			fmt.Sscan(bs[i], &y)
+		}
+		if x != y {
+			return x < y
+		}
+	}
+	return false
+}

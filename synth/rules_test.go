@@ -1,0 +1,136 @@
+package synth
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/discover"
+	"github.com/bootstrap-dev/bootstrap/results"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+func draft() *contract.Contract {
+	return &contract.Contract{
+		Version: 1, Platform: "linux/amd64", User: "builder",
+		Base:       contract.Image{Image: "bootstrap/base:bookworm"},
+		Toolchains: []contract.Toolchain{{Name: "go", Version: "1.22.5", Source: "golang.org/toolchain@v0.0.1-go1.22.5.linux-amd64"}},
+		Stages: []contract.Stage{
+			{Name: "fetch", Network: true, Steps: []contract.Step{{Run: "go mod download", Evidence: "go.mod:1", Source: contract.SourceDefault, Confidence: 0.7, Reason: "modules"}}},
+			{Name: "build", Steps: []contract.Step{{Run: "make build", Evidence: "Makefile:3", Source: contract.SourceReadme, Confidence: 0.8, Reason: "readme"}}},
+			{Name: "verify", Strongest: true, Steps: []contract.Step{{Run: "go test ./...", Evidence: ".github/workflows/ci.yml:12", Source: contract.SourceCI, Confidence: 0.9, Reason: "ci"}}},
+		},
+	}
+}
+
+func resolve(tool, spec string) (string, error) {
+	switch {
+	case tool == "go" && strings.HasPrefix(spec, "1.23"):
+		return "1.23.4", nil
+	case tool == "go":
+		return "1.22.5", nil
+	case tool == "node" && (spec == "" || spec == "lts" || strings.Contains(spec, "20")):
+		return "20.11.1", nil
+	case tool == "node" && strings.Contains(spec, "22"):
+		return "22.11.0", nil
+	case tool == "yarn":
+		return "1.22.22", nil
+	case tool == "npm":
+		return "10.2.4", nil
+	}
+	return "", errUnknown
+}
+
+var errUnknown = &Weakening{"unknown version"}
+
+// TestRules feeds each rule the output that triggers it, written the way
+// the real tools print it.
+func TestRules(t *testing.T) {
+	ev := &discover.Result{Evidence: []discover.Evidence{
+		{Kind: discover.KindGoMod, Path: "backend/go.mod", Line: 1},
+		{Kind: discover.KindGHAEnv, Path: ".github/workflows/ci.yml", Line: 7, Facts: map[string]string{"name": "APP_MODE", "value": "test"}},
+		{Kind: discover.KindGHAEnv, Path: ".github/workflows/ci.yml", Line: 8, Facts: map[string]string{"name": "API_TOKEN", "value": "${{ secrets.API_TOKEN }}"}},
+	}}
+	cases := []struct {
+		name         string
+		stage        string
+		index        int
+		class        traces.Class
+		log          string
+		tests        []results.Test
+		user         string
+		want         string // the rule that must answer
+		op           OpKind
+		opName, opVal string
+	}{
+		{name: "make missing (dash)", stage: "build", class: traces.MissingCommand, log: "sh: 1: make: not found\n", want: "missing-command", op: AddSystemPackage, opName: "make"},
+		{name: "make missing (bash)", stage: "build", class: traces.MissingCommand, log: "bash: line 1: make: command not found\n", want: "missing-command", op: AddSystemPackage, opName: "make"},
+		{name: "gcc for cgo", stage: "build", class: traces.MissingCommand, log: "# runtime/cgo\ncgo: C compiler \"gcc\" not found: exec: \"gcc\": executable file not found in $PATH\n", want: "missing-command", op: AddSystemPackage, opName: "gcc"},
+		{name: "node missing", stage: "build", class: traces.MissingCommand, log: "bash: line 1: npm: command not found\n", want: "missing-toolchain", op: SetToolchain, opName: "node", opVal: "20.11.1"},
+		{name: "zlib header", stage: "build", class: traces.MissingLibrary, log: "src/a.c:3:10: fatal error: zlib.h: No such file or directory\n    3 | #include <zlib.h>\ncompilation terminated.\n", want: "missing-library", op: AddSystemPackage, opName: "zlib1g-dev"},
+		{name: "openssl subdir header", stage: "build", class: traces.MissingLibrary, log: "x.c:1:10: fatal error: openssl/ssl.h: No such file or directory\n", want: "missing-library", op: AddSystemPackage, opName: "libssl-dev"},
+		{name: "pkg-config module", stage: "build", class: traces.MissingLibrary, log: "# pkg-config --cflags  -- libpcap\nPackage libpcap was not found in the pkg-config search path.\nPerhaps you should add the directory containing `libpcap.pc'\n", want: "missing-library", op: AddSystemPackage, opName: "libpcap-dev"},
+		{name: "linker", stage: "build", class: traces.MissingLibrary, log: "/usr/bin/ld: cannot find -lsqlite3: No such file or directory\ncollect2: error: ld returned 1 exit status\n", want: "missing-library", op: AddSystemPackage, opName: "libsqlite3-dev"},
+		{name: "go too old", stage: "fetch", class: traces.ToolchainVersion, log: "go: go.mod requires go >= 1.23.0 (running go 1.22.5; GOTOOLCHAIN=local)\n", want: "toolchain-version", op: SetToolchain, opName: "go", opVal: "1.23.4"},
+		{name: "node engine", stage: "fetch", class: traces.ToolchainVersion, log: "error vite@5.0.0: The engine \"node\" is incompatible with this module. Expected version \"^22.0.0\". Got \"20.11.1\"\n", want: "toolchain-version", op: SetToolchain, opName: "node", opVal: "22.11.0"},
+		{name: "go.sum drift", stage: "build", class: traces.DependencyResolution, log: "main.go:4:2: missing go.sum entry for module providing package github.com/x/y (imported by example.com/a); to add:\n\tgo get example.com/a\n", want: "lockfile-drift", op: InsertStep},
+		{name: "wrong cwd", stage: "build", class: traces.Unknown, log: "go: go.mod file not found in current directory or any parent directory; see 'go help modules'\n", want: "working-directory", op: SetCwd, opVal: "backend"},
+		{name: "env from CI", stage: "verify", class: traces.TestFailure, log: "--- FAIL: TestMode (0.00s)\n    mode_test.go:9: environment variable APP_MODE is not set\n", want: "missing-env", op: SetEnv, opName: "APP_MODE", opVal: "test"},
+		{name: "network in build", stage: "build", class: traces.NetworkNeeded, log: "go: downloading github.com/x/y v1.0.0\ngo: github.com/x/y@v1.0.0: Get \"https://example.org/x\": dial tcp: lookup example.org on [::1]:53: read udp: connection refused\n", want: "network-in-build", op: InsertStep},
+		{name: "network in test", stage: "verify", class: traces.NetworkNeeded, log: "--- FAIL: TestRemote (0.01s)\n", tests: []results.Test{{Package: "example.com/a", Name: "TestRemote", Status: results.Failed, Output: "remote_test.go:12: Get \"https://schemas.example.org\": dial tcp: lookup schemas.example.org: no such host"}, {Package: "example.com/a", Name: "TestLocal", Status: results.Passed}}, want: "network-in-test", op: Quarantine},
+		{name: "refuses root", stage: "verify", class: traces.Unknown, user: "root", log: "initdb: error: cannot be run as root\nPlease log in (using, e.g., \"su\") as the (unprivileged) user\n", want: "run-as", op: SetUser, opName: "builder"},
+		{name: "refuses root (npm style)", stage: "verify", class: traces.Unknown, user: "root", log: "Error: Running as root is not supported\n", want: "run-as", op: SetUser, opName: "builder"},
+		{name: "needs root", stage: "build", class: traces.Permission, log: "mkdir: cannot create directory '/usr/local/lib/foo': Permission denied\n", want: "run-as", op: SetUser, opName: "root"},
+		{name: "timeout", stage: "verify", class: traces.Timeout, log: "", want: "timeout", op: SetTimeout, opVal: "1h0m0s"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := draft()
+			if tc.user != "" {
+				c.User = tc.user
+			}
+			f := &traces.Failure{Class: tc.class}
+			if i := strings.IndexByte(tc.log, '\n'); i > 0 {
+				f.Lines = []string{tc.log[:i]}
+			}
+			a := &Attempt{N: 2, Contract: c, Stage: tc.stage, Index: tc.index, Failure: f, Log: tc.log, Tests: tc.tests}
+			sit := &Situation{Attempt: a, Evidence: ev, Resolve: resolve}
+			var got *Delta
+			var rule string
+			for _, r := range Rules {
+				if ds := r.Propose(sit); len(ds) > 0 {
+					got, rule = &ds[0], r.Name
+					break
+				}
+			}
+			if got == nil {
+				t.Fatalf("no rule answered, want %s", tc.want)
+			}
+			if rule != tc.want {
+				t.Fatalf("rule %s answered, want %s", rule, tc.want)
+			}
+			op := got.Ops[0]
+			if op.Kind != tc.op || (tc.opName != "" && op.Name != tc.opName) || (tc.opVal != "" && op.Value != tc.opVal) {
+				t.Fatalf("op = %+v, want %s %s %s", op, tc.op, tc.opName, tc.opVal)
+			}
+			if !strings.HasPrefix(got.Evidence, "attempt 2, step "+tc.stage+"/1") {
+				t.Fatalf("evidence %q does not cite the trace", got.Evidence)
+			}
+			next, err := Apply(c, *got)
+			if err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			if err := Check(c, next); err != nil {
+				t.Fatalf("the rule's own delta fails the sanity check: %v", err)
+			}
+		})
+	}
+}
+
+func TestSecretsAreNotInvented(t *testing.T) {
+	ev := &discover.Result{Evidence: []discover.Evidence{{Kind: discover.KindGHAEnv, Path: "ci.yml", Line: 3, Facts: map[string]string{"name": "API_TOKEN", "value": "${{ secrets.API_TOKEN }}"}}}}
+	a := &Attempt{N: 1, Contract: draft(), Stage: "verify", Failure: &traces.Failure{Class: traces.Unknown}, Log: "environment variable API_TOKEN is not set"}
+	if d := missingEnv(&Situation{Attempt: a, Evidence: ev, Resolve: resolve}); d != nil {
+		t.Fatalf("proposed %+v for a secret", d)
+	}
+}

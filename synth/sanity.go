@@ -1,0 +1,123 @@
+package synth
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+)
+
+// Weakening is the error a delta gets when it would let a contract pass by
+// checking less. It is never retried as is.
+type Weakening struct{ Why string }
+
+func (w *Weakening) Error() string { return "rejected: " + w.Why }
+
+// escapes are shell and runner idioms that turn a failure into a pass or run
+// fewer tests. Matched against steps a delta adds or changes.
+var escapes = []struct {
+	re  *regexp.Regexp
+	why string
+}{
+	{regexp.MustCompile(`\|\|\s*(true|:|exit\s+0)\b|\|\|\s*:\s*$`), "ignores the exit status with || true"},
+	{regexp.MustCompile(`(^|[;&|\n]\s*)set\s+\+e\b`), "turns off errexit with set +e"},
+	{regexp.MustCompile(`(^|[;&|\n]\s*)(exit\s+0|true)\s*$`), "ends with an unconditional success"},
+	{regexp.MustCompile(`--passWithNoTests|--pass-with-no-tests|--forceExit`), "lets the runner pass with no tests"},
+	{regexp.MustCompile(`(^|\s)-(test\.)?(run|skip)[= ]`), "narrows which tests run"},
+	{regexp.MustCompile(`--testPathIgnorePatterns|--testNamePattern|--grep|--exclude|--ignore\b|-k\s|--deselect|--skip\b`), "filters tests out"},
+	{regexp.MustCompile(`(^|\s)-short\b`), "runs only the short tests"},
+	{regexp.MustCompile(`--no-verify|--dry-run`), "does not really run the step"},
+}
+
+// Check rejects a revision that weakens verification: a dropped or narrowed
+// strongest stage, an escape that hides a failure, or a quarantine that grew
+// without trace evidence. before and after are whole contracts; the check is
+// on their difference, so it holds however the change was proposed.
+func Check(before, after *contract.Contract) error {
+	bs, as := before.Strongest(), after.Strongest()
+	if bs >= 0 {
+		if as < 0 {
+			return &Weakening{"drops the strongest verification"}
+		}
+		b, a := before.Stages[bs], after.Stages[as]
+		if a.Name != b.Name {
+			return &Weakening{fmt.Sprintf("moves the strongest verification from stage %q to %q", b.Name, a.Name)}
+		}
+		if a.Network {
+			return &Weakening{"runs the strongest verification with the network on"}
+		}
+		// Every command of the strongest stage must survive unchanged; a
+		// step may move (an inserted step before it) but not change its words.
+		for _, st := range b.Steps {
+			if !hasRun(a.Steps, st.Run) {
+				return &Weakening{fmt.Sprintf("changes or drops the verification step %q", st.Run)}
+			}
+		}
+	}
+	// Other steps may be replaced (a repair may swap npm ci for npm install)
+	// or moved between stages, but never removed.
+	if n, m := stepCount(before), stepCount(after); m < n {
+		return &Weakening{fmt.Sprintf("removes steps (%d before, %d after)", n, m)}
+	}
+	for _, s := range after.Stages {
+		for _, st := range s.Steps {
+			if anyStageHas(before, st.Run) {
+				continue
+			}
+			for _, e := range escapes {
+				if e.re.MatchString(st.Run) {
+					return &Weakening{fmt.Sprintf("step %q %s", st.Run, e.why)}
+				}
+			}
+		}
+	}
+	old := map[string]bool{}
+	for _, q := range before.Quarantine {
+		old[q.Package+"\x00"+q.Test] = true
+	}
+	for _, q := range after.Quarantine {
+		if old[q.Package+"\x00"+q.Test] {
+			continue
+		}
+		if !strings.Contains(q.Evidence, "attempt ") && !strings.Contains(q.Evidence, "trace") {
+			return &Weakening{fmt.Sprintf("quarantines %s without trace evidence", q.Test)}
+		}
+	}
+	return nil
+}
+
+// CheckCounts rejects an attempt that ran fewer tests than an earlier one
+// that reached the same verification.
+func CheckCounts(before, after int) error {
+	if after < before {
+		return &Weakening{fmt.Sprintf("runs %d tests where an earlier attempt ran %d", after, before)}
+	}
+	return nil
+}
+
+func hasRun(steps []contract.Step, run string) bool {
+	for _, s := range steps {
+		if s.Run == run {
+			return true
+		}
+	}
+	return false
+}
+
+func stepCount(c *contract.Contract) int {
+	n := 0
+	for _, s := range c.Stages {
+		n += len(s.Steps)
+	}
+	return n
+}
+
+func anyStageHas(c *contract.Contract, run string) bool {
+	for _, s := range c.Stages {
+		if hasRun(s.Steps, run) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,107 @@
+package synth
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+)
+
+func TestCheckRejectsWeakening(t *testing.T) {
+	replaceVerify := func(run string) Delta {
+		return Delta{Ops: []Op{{Kind: ReplaceStep, Stage: "verify", Index: 0, Step: &contract.Step{Run: run, Evidence: "x:1", Source: contract.SourceLLM, Confidence: 0.5, Reason: "r"}}}}
+	}
+	replaceBuild := func(run string) Delta {
+		return Delta{Ops: []Op{{Kind: ReplaceStep, Stage: "build", Index: 0, Step: &contract.Step{Run: run, Evidence: "x:1", Source: contract.SourceLLM, Confidence: 0.5, Reason: "r"}}}}
+	}
+	cases := []struct {
+		name string
+		d    Delta
+		want string // "" means accepted
+	}{
+		{"or true on build", replaceBuild("make build || true"), "|| true"},
+		{"or colon", replaceBuild("make build || :"), "|| true"},
+		{"set +e", replaceBuild("set +e; make build"), "set +e"},
+		{"narrow go test", replaceVerify("go test -run TestA ./..."), "changes or drops the verification step"},
+		{"passWithNoTests on a new step", Delta{Ops: []Op{{Kind: InsertStep, Stage: "verify", Index: 1, Step: &contract.Step{Run: "npx jest --passWithNoTests", Evidence: "x:1", Source: contract.SourceLLM, Confidence: 0.5, Reason: "r"}}}}, "pass with no tests"},
+		{"quarantine without trace", Delta{Ops: []Op{{Kind: Quarantine, Test: &contract.Quarantined{Test: "TestA", Why: contract.WhyFlaky, Evidence: "I think so"}}}}, "without trace evidence"},
+		{"quarantine with trace", Delta{Ops: []Op{{Kind: Quarantine, Test: &contract.Quarantined{Test: "TestA", Why: contract.WhyFlaky, Evidence: "attempt 1 failed, attempt 2 passed"}}}}, ""},
+		{"add package", Delta{Ops: []Op{{Kind: AddSystemPackage, Name: "make"}}}, ""},
+		{"swap npm ci", replaceBuild("npm install --no-audit"), ""},
+		{"go test -short", replaceBuild("go test -short ./..."), "short"},
+		{"skip flag", replaceBuild("go test -skip TestSlow ./..."), "narrows"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := draft()
+			after, err := Apply(before, tc.d)
+			if err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			err = Check(before, after)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("rejected a fair delta: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want rejection mentioning %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestCheckStructural(t *testing.T) {
+	before := draft()
+	noVerify := before.Clone()
+	noVerify.Stages = noVerify.Stages[:2]
+	noVerify.Stages[1].Strongest = true
+	if err := Check(before, noVerify); err == nil || !strings.Contains(err.Error(), "moves the strongest") {
+		t.Fatalf("dropping the verify stage: %v", err)
+	}
+	netOn := before.Clone()
+	netOn.Stages[2].Network = true
+	if err := Check(before, netOn); err == nil || !strings.Contains(err.Error(), "network on") {
+		t.Fatalf("network on the strongest stage: %v", err)
+	}
+	fewer := before.Clone()
+	fewer.Stages[1].Steps = append(fewer.Stages[1].Steps, fewer.Stages[1].Steps[0])
+	if err := Check(fewer, before); err == nil || !strings.Contains(err.Error(), "removes steps") {
+		t.Fatalf("removing a step: %v", err)
+	}
+	if err := CheckCounts(12, 10); err == nil {
+		t.Fatal("fewer tests accepted")
+	}
+	if err := CheckCounts(10, 12); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestApplyDoesNotTouchInput(t *testing.T) {
+	c := draft()
+	before, _ := contract.Encode(c)
+	_, err := Apply(c, Delta{Ops: []Op{{Kind: AddSystemPackage, Name: "make"}, {Kind: SetEnv, Name: "X", Value: "1"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := contract.Encode(c)
+	if string(before) != string(after) {
+		t.Fatal("Apply changed its input")
+	}
+	if _, err := Apply(c, Delta{Ops: []Op{{Kind: "delete-stage", Stage: "verify"}}}); err == nil {
+		t.Fatal("unknown op accepted")
+	}
+}
+
+func TestDiff(t *testing.T) {
+	a := draft()
+	b, _ := Apply(a, Delta{Ops: []Op{{Kind: AddSystemPackage, Name: "make"}}})
+	d := Diff(a, b)
+	if !strings.Contains(d, "+ system_packages:") || !strings.Contains(d, "+   - make") {
+		t.Fatalf("diff:\n%s", d)
+	}
+	if strings.HasPrefix(d, "- ") || strings.Contains(d, "\n- ") {
+		t.Fatalf("diff removes lines:\n%s", d)
+	}
+}

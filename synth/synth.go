@@ -1,0 +1,457 @@
+package synth
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/discover"
+	"github.com/bootstrap-dev/bootstrap/results"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+// Verifier replays a contract once. Warm attempts may reuse dependency
+// caches left by earlier attempts; a cold one uses none, and only a cold
+// pass accepts a contract.
+type Verifier interface {
+	Verify(ctx context.Context, c *contract.Contract, n int, cold bool) (*Attempt, error)
+}
+
+// Reviser is asked what the rules could not decide (an LLM behind any
+// OpenAI-compatible endpoint).
+type Reviser interface {
+	Revise(ctx context.Context, req Request) (Delta, Usage, error)
+}
+
+// Request is what a reviser sees: the evidence summary and the failing trace excerpt.
+type Request struct {
+	Contract *contract.Contract
+	Evidence *discover.Result
+	Attempt  *Attempt
+	// Rejected lists deltas already refused, with why, so they are not proposed again.
+	Rejected []Logged
+}
+
+// Usage counts the tokens a reviser spent.
+type Usage struct {
+	Prompt, Completion int
+	Cached             bool
+}
+
+// Budget bounds the loop. Zero fields take the defaults.
+type Budget struct {
+	Iterations int
+	Wall       time.Duration
+	Tokens     int
+}
+
+// Defaults for Budget.
+const (
+	DefaultIterations = 10
+	DefaultWall       = 45 * time.Minute
+	DefaultTokens     = 200_000
+)
+
+// Logged is a delta with what became of it.
+type Logged struct {
+	Delta
+	Attempt  int    `json:"attempt"`
+	Accepted bool   `json:"accepted"`
+	Why      string `json:"why,omitempty"` // why it was rejected
+	Diff     string `json:"diff,omitempty"`
+}
+
+// Outcome is how a synth run ended. Contract is the best contract found: the
+// verified one, or the last one tried when the budget ran out.
+type Outcome struct {
+	Verified  bool
+	Contract  *contract.Contract
+	Attempts  []*Attempt
+	Deltas    []Logged
+	Tokens    int
+	Elapsed   time.Duration
+	Diagnosis string
+	UsedLLM   bool
+}
+
+// Loop is the repair loop.
+type Loop struct {
+	verifier Verifier
+	reviser  Reviser
+	budget   Budget
+	resolve  func(tool, spec string) (string, error)
+	progress io.Writer
+	now      func() time.Time
+}
+
+// Option configures a Loop.
+type Option func(*Loop)
+
+// WithReviser adds an LLM (or any reviser) for failures no rule handles.
+func WithReviser(r Reviser) Option { return func(l *Loop) { l.reviser = r } }
+
+// WithBudget sets the iteration, time and token budget.
+func WithBudget(b Budget) Option { return func(l *Loop) { l.budget = b } }
+
+// WithResolver sets how version specs become exact versions.
+func WithResolver(f func(tool, spec string) (string, error)) Option {
+	return func(l *Loop) { l.resolve = f }
+}
+
+// WithProgress writes one line per attempt and delta to w.
+func WithProgress(w io.Writer) Option { return func(l *Loop) { l.progress = w } }
+
+// WithClock replaces the wall clock (tests).
+func WithClock(now func() time.Time) Option { return func(l *Loop) { l.now = now } }
+
+// New returns a loop that verifies with v.
+func New(v Verifier, opts ...Option) *Loop {
+	l := &Loop{verifier: v, now: time.Now, progress: io.Discard}
+	for _, o := range opts {
+		o(l)
+	}
+	if l.budget.Iterations <= 0 {
+		l.budget.Iterations = DefaultIterations
+	}
+	if l.budget.Wall <= 0 {
+		l.budget.Wall = DefaultWall
+	}
+	if l.budget.Tokens <= 0 {
+		l.budget.Tokens = DefaultTokens
+	}
+	if l.resolve == nil {
+		l.resolve = func(tool, spec string) (string, error) {
+			return "", fmt.Errorf("no version resolver for %s %s", tool, spec)
+		}
+	}
+	return l
+}
+
+// Run repairs draft until a cold replay passes or the budget ends. It
+// returns an Outcome in both cases; the error is for what stopped the loop
+// itself (the engine went away, ctx was cancelled), and even then the
+// Outcome holds everything done so far.
+func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.Result) (*Outcome, error) {
+	start := l.now()
+	out := &Outcome{Contract: draft, UsedLLM: l.reviser != nil}
+	defer func() { out.Elapsed = l.now().Sub(start) }()
+	cur := draft
+	tried := map[string]bool{}
+	rerun := map[string]bool{} // contracts already replayed twice for flakiness
+	bestTests := 0
+	for n := 1; ; n++ {
+		if n > l.budget.Iterations {
+			out.Diagnosis = l.diagnose(out, fmt.Sprintf("the iteration budget (%d) ran out", l.budget.Iterations))
+			return out, nil
+		}
+		if l.now().Sub(start) > l.budget.Wall {
+			out.Diagnosis = l.diagnose(out, fmt.Sprintf("the time budget (%s) ran out", l.budget.Wall))
+			return out, nil
+		}
+		d, _ := contract.Digest(cur)
+		tried[d] = true
+		// The first attempt and every attempt after a change reuse caches;
+		// a pass is then confirmed cold.
+		a, err := l.verifier.Verify(ctx, cur, n, false)
+		if err != nil {
+			out.Diagnosis = l.diagnose(out, "replay could not run: "+err.Error())
+			return out, fmt.Errorf("attempt %d: %w", n, err)
+		}
+		a.N = n
+		out.Attempts = append(out.Attempts, a)
+		if a.Contract != nil {
+			cur = a.Contract // pins (digests, hashes) written back by the replay
+		}
+		out.Contract = cur
+		l.say("attempt %d: %s", n, attemptLine(a))
+		if a.Pass {
+			if err := CheckCounts(bestTests, passedCount(a.Tests)); err != nil {
+				out.Diagnosis = l.diagnose(out, err.Error())
+				return out, nil
+			}
+			n++
+			cold, err := l.verifier.Verify(ctx, cur, n, true)
+			if err != nil {
+				out.Diagnosis = l.diagnose(out, "the final cold replay could not run: "+err.Error())
+				return out, fmt.Errorf("final cold replay: %w", err)
+			}
+			cold.N = n
+			out.Attempts = append(out.Attempts, cold)
+			l.say("attempt %d (cold, no caches): %s", n, attemptLine(cold))
+			if cold.Pass {
+				if cold.Contract != nil {
+					out.Contract = cold.Contract
+				}
+				out.Verified = true
+				return out, nil
+			}
+			// Warm passed, cold failed: the caches hid something. Repair
+			// from the cold failure like any other.
+			a = cold
+		}
+		if len(a.Tests) > 0 && a.Stage != "" {
+			bestTests = max(bestTests, ranCount(a.Tests))
+		}
+
+		sit := &Situation{Attempt: a, History: out.Attempts, Evidence: ev, Resolve: l.resolve}
+		if a.Failure != nil && a.Failure.Class == traces.TestFailure && !rerun[d] && len(failedTests(a.Tests)) > 0 {
+			// Identical rerun: tests that pass once and fail once are flaky.
+			rerun[d] = true
+			if fl := l.flaky(ctx, cur, a, &n, out); fl != nil {
+				if next, ok := l.try(cur, *fl, n, tried, out); ok {
+					cur = next
+					continue
+				}
+			}
+			sit.Attempt = out.Attempts[len(out.Attempts)-1]
+		}
+		next, ok := l.repair(ctx, cur, sit, n, tried, out)
+		if !ok {
+			out.Diagnosis = l.diagnose(out, "")
+			return out, nil
+		}
+		cur = next
+	}
+}
+
+// repair asks the rules, then the reviser, for the first acceptable delta.
+func (l *Loop) repair(ctx context.Context, cur *contract.Contract, sit *Situation, n int, tried map[string]bool, out *Outcome) (*contract.Contract, bool) {
+	for _, r := range Rules {
+		for _, d := range r.Propose(sit) {
+			d.Rule = r.Name
+			if next, ok := l.try(cur, d, n, tried, out); ok {
+				return next, true
+			}
+		}
+	}
+	if l.reviser == nil {
+		return nil, false
+	}
+	for range 2 {
+		if out.Tokens >= l.budget.Tokens {
+			l.say("token budget (%d) spent", l.budget.Tokens)
+			return nil, false
+		}
+		var rejected []Logged
+		for _, lg := range out.Deltas {
+			if !lg.Accepted {
+				rejected = append(rejected, lg)
+			}
+		}
+		d, u, err := l.reviser.Revise(ctx, Request{Contract: cur, Evidence: sit.Evidence, Attempt: sit.Attempt, Rejected: rejected})
+		out.Tokens += u.Prompt + u.Completion
+		if err != nil {
+			out.Deltas = append(out.Deltas, Logged{Delta: Delta{Rule: "llm"}, Attempt: n, Why: err.Error()})
+			l.say("llm: %v", err)
+			continue
+		}
+		d.Rule = "llm"
+		if next, ok := l.try(cur, d, n, tried, out); ok {
+			return next, true
+		}
+	}
+	return nil, false
+}
+
+// try applies d and runs the sanity check; a rejected delta is logged with why.
+func (l *Loop) try(cur *contract.Contract, d Delta, n int, tried map[string]bool, out *Outcome) (*contract.Contract, bool) {
+	reject := func(why string) (*contract.Contract, bool) {
+		out.Deltas = append(out.Deltas, Logged{Delta: d, Attempt: n, Why: why})
+		l.say("  rejected %s: %s (%s)", d.Rule, d.Reason, why)
+		return nil, false
+	}
+	next, err := Apply(cur, d)
+	if err != nil {
+		return reject(err.Error())
+	}
+	if err := Check(cur, next); err != nil {
+		return reject(err.Error())
+	}
+	dg, _ := contract.Digest(next)
+	if tried[dg] {
+		return reject("this contract was already tried")
+	}
+	diff := Diff(cur, next)
+	out.Deltas = append(out.Deltas, Logged{Delta: d, Attempt: n, Accepted: true, Diff: diff})
+	l.say("  revise (%s): %s\n    because %s\n%s", d.Rule, d.Reason, d.Evidence, indent(diff, "    "))
+	return next, true
+}
+
+// flaky replays the same contract again and compares per-test outcomes.
+func (l *Loop) flaky(ctx context.Context, cur *contract.Contract, first *Attempt, n *int, out *Outcome) *Delta {
+	*n++
+	again, err := l.verifier.Verify(ctx, cur, *n, false)
+	if err != nil {
+		return nil
+	}
+	again.N = *n
+	out.Attempts = append(out.Attempts, again)
+	l.say("attempt %d (identical rerun): %s", *n, attemptLine(again))
+	status := map[string]results.Status{}
+	for _, t := range again.Tests {
+		status[t.Package+"\x00"+t.Name] = t.Status
+	}
+	var ops []Op
+	for _, t := range failedTests(first.Tests) {
+		if status[t.Package+"\x00"+t.Name] == results.Passed {
+			ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{
+				Test: t.Name, Package: t.Package, Why: contract.WhyFlaky,
+				Evidence: fmt.Sprintf("attempt %d failed, attempt %d passed, identical contract", first.N, again.N),
+			}})
+		}
+	}
+	if !again.Pass {
+		for _, t := range failedTests(again.Tests) {
+			if status := statusIn(first.Tests, t); status == results.Passed {
+				ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{
+					Test: t.Name, Package: t.Package, Why: contract.WhyFlaky,
+					Evidence: fmt.Sprintf("attempt %d passed, attempt %d failed, identical contract", first.N, again.N),
+				}})
+			}
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return &Delta{Rule: "flaky-test", Reason: fmt.Sprintf("%d test(s) pass and fail on identical replays", len(ops)), Evidence: ops[0].Test.Evidence, Ops: ops}
+}
+
+func statusIn(ts []results.Test, t results.Test) results.Status {
+	for _, x := range ts {
+		if x.Package == t.Package && x.Name == t.Name {
+			return x.Status
+		}
+	}
+	return ""
+}
+
+func failedTests(ts []results.Test) []results.Test {
+	var f []results.Test
+	for _, t := range ts {
+		if t.Status == results.Failed {
+			f = append(f, t)
+		}
+	}
+	return f
+}
+
+func passedCount(ts []results.Test) int {
+	n := 0
+	for _, t := range ts {
+		if t.Status == results.Passed {
+			n++
+		}
+	}
+	return n
+}
+
+func ranCount(ts []results.Test) int {
+	n := 0
+	for _, t := range ts {
+		if t.Status != results.Skipped {
+			n++
+		}
+	}
+	return n
+}
+
+// diagnose says in plain words what blocks the contract, for a person to continue.
+func (l *Loop) diagnose(out *Outcome, stop string) string {
+	var last *Attempt
+	for i := len(out.Attempts) - 1; i >= 0; i-- {
+		if !out.Attempts[i].Pass {
+			last = out.Attempts[i]
+			break
+		}
+	}
+	var b strings.Builder
+	if stop != "" {
+		b.WriteString(stop)
+		b.WriteString(". ")
+	}
+	if last == nil || last.Failure == nil {
+		return strings.TrimSpace(b.String())
+	}
+	f := last.Failure
+	fmt.Fprintf(&b, "The last attempt (%d) failed at step %s", last.N, last.StepRef())
+	if st, err := step(last.Contract, last.Stage, last.Index); err == nil {
+		fmt.Fprintf(&b, " (%s)", st.Run)
+	}
+	b.WriteString(": ")
+	switch f.Class {
+	case traces.TestFailure:
+		names := []string{}
+		for _, t := range failedTests(last.Tests) {
+			names = append(names, strings.TrimPrefix(t.Package+" "+t.Name, " "))
+		}
+		if len(names) > 0 {
+			fmt.Fprintf(&b, "tests fail on the project's own code and failed the same way on an identical rerun: %s.", strings.Join(names, ", "))
+		} else {
+			b.WriteString("the test suite fails and its runner's output names no single test.")
+		}
+	case traces.NetworkNeeded:
+		b.WriteString("the step needs the network, which only the fetch stage has; a service or download it expects is not part of the contract.")
+	case traces.DependencyResolution:
+		b.WriteString("a dependency could not be resolved; the registry may not serve it (only some registries are reachable from here).")
+	case traces.MissingCommand, traces.MissingLibrary:
+		fmt.Fprintf(&b, "%s is missing and no rule knows which Debian package provides it.", orWhat(f.Subject))
+	case traces.ToolchainVersion:
+		b.WriteString("the toolchain version does not suit the project and no exact version could be chosen.")
+	case traces.Timeout:
+		b.WriteString("the step runs out of time even at the largest timeout allowed.")
+	case traces.OutOfMemory:
+		b.WriteString("the step runs out of memory.")
+	case traces.Permission:
+		b.WriteString("a permission is denied that neither user setting fixes.")
+	default:
+		b.WriteString("no rule recognises this failure.")
+	}
+	if len(f.Lines) > 0 {
+		b.WriteString(" Deciding line: ")
+		b.WriteString(strings.TrimSpace(f.Lines[0]))
+	}
+	if last.TracePath != "" {
+		fmt.Fprintf(&b, " (trace: %s)", last.TracePath)
+	}
+	return b.String()
+}
+
+func orWhat(s string) string {
+	if s == "" {
+		return "a command or library"
+	}
+	return s
+}
+
+func attemptLine(a *Attempt) string {
+	if a.Pass {
+		s := fmt.Sprintf("pass in %s", a.Duration.Round(time.Millisecond))
+		if a.Cached {
+			s += " (verdict cache)"
+		}
+		return s
+	}
+	if a.Failure == nil {
+		return "fail"
+	}
+	return fmt.Sprintf("fail at %s: %s %s", a.StepRef(), a.Failure.Class, a.Failure.Subject)
+}
+
+func (l *Loop) say(format string, args ...any) {
+	fmt.Fprintf(l.progress, format+"\n", args...)
+}
+
+func indent(s, pre string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	for i := range lines {
+		lines[i] = pre + lines[i]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// ErrNotVerified is returned by callers that treat an unverified outcome as failure.
+var ErrNotVerified = errors.New("contract not verified")
