@@ -496,3 +496,17 @@ func (s *suite) oom(t *testing.T) {
 		t.Errorf("after an OOM kill: exit %d OOMKilled %v, want 3 false", o.res.ExitCode, o.res.OOMKilled)
 	}
 }
+
+// RequireDockerEnv is the variable CI sets so that a missing engine fails
+// the real-engine tests instead of skipping them.
+const RequireDockerEnv = "BOOTSTRAP_REQUIRE_DOCKER"
+
+// NoEngine ends a test that needs a real engine which did not answer with
+// err: it skips, or fails when RequireDockerEnv is "1".
+func NoEngine(t testing.TB, err error) {
+	t.Helper()
+	if os.Getenv(RequireDockerEnv) == "1" {
+		t.Fatalf("no container engine answers and %s=1: %v", RequireDockerEnv, err)
+	}
+	t.Skipf("no container engine answers (set %s=1 to fail instead): %v", RequireDockerEnv, err)
+}

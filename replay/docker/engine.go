@@ -1,0 +1,445 @@
+package docker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/mount"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+	"github.com/docker/docker/pkg/jsonmessage"
+	"github.com/docker/docker/pkg/stdcopy"
+
+	"github.com/bootstrap-dev/bootstrap/replay"
+)
+
+var (
+	_ replay.Engine    = (*Engine)(nil)
+	_ replay.Container = (*Container)(nil)
+)
+
+// ManagedLabel is on every container and volume this package creates, so
+// leftovers can be found whatever run made them.
+const ManagedLabel = "dev.bootstrap.managed"
+
+// cleanupTimeout bounds removals done after the caller's context ended.
+const cleanupTimeout = 30 * time.Second
+
+// Engine talks to one Docker daemon.
+type Engine struct {
+	cli      *client.Client
+	cliOpts  []client.Opt
+	initOnce sync.Once
+	hasInit  bool
+}
+
+// Option configures New.
+type Option func(*Engine)
+
+// WithClientOpts adds options for the Docker client after the environment's,
+// for example client.WithHost.
+func WithClientOpts(opts ...client.Opt) Option {
+	return func(e *Engine) { e.cliOpts = append(e.cliOpts, opts...) }
+}
+
+// New returns an engine for the daemon the Docker environment variables
+// name (the default socket when none is set). It does not contact the
+// daemon; Ping does.
+func New(opts ...Option) (*Engine, error) {
+	e := &Engine{}
+	for _, o := range opts {
+		o(e)
+	}
+	all := append([]client.Opt{client.FromEnv, client.WithAPIVersionNegotiation()}, e.cliOpts...)
+	cli, err := client.NewClientWithOpts(all...)
+	if err != nil {
+		return nil, fmt.Errorf("creating docker client: %w", err)
+	}
+	e.cli = cli
+	return e, nil
+}
+
+// Close releases the client's connections.
+func (e *Engine) Close() error { return e.cli.Close() }
+
+// Ping checks that the daemon answers and negotiates the API version.
+func (e *Engine) Ping(ctx context.Context) error {
+	if _, err := e.cli.Ping(ctx); err != nil {
+		return fmt.Errorf("reaching docker engine at %s: %w", e.cli.DaemonHost(), err)
+	}
+	return nil
+}
+
+// APIVersion is the negotiated API version, after a first call.
+func (e *Engine) APIVersion() string { return e.cli.ClientVersion() }
+
+// InspectImage implements replay.Engine.
+func (e *Engine) InspectImage(ctx context.Context, ref string) (replay.ImageInfo, error) {
+	resp, err := e.cli.ImageInspect(ctx, ref)
+	if err != nil {
+		if client.IsErrNotFound(err) {
+			return replay.ImageInfo{}, fmt.Errorf("inspecting image %q: %w", ref, replay.ErrNotFound)
+		}
+		return replay.ImageInfo{}, fmt.Errorf("inspecting image %q: %w", ref, err)
+	}
+	return replay.ImageInfo{ID: resp.ID, RepoDigests: slices.Clone(resp.RepoDigests)}, nil
+}
+
+// PullImage implements replay.Engine. Errors the registry reports inside the
+// progress stream are returned, not only those of the request.
+func (e *Engine) PullImage(ctx context.Context, ref string) error {
+	rc, err := e.cli.ImagePull(ctx, ref, image.PullOptions{})
+	if err != nil {
+		return fmt.Errorf("pulling image %q: %w", ref, err)
+	}
+	defer rc.Close()
+	if err := drain(rc); err != nil {
+		return fmt.Errorf("pulling image %q: %w", ref, err)
+	}
+	return nil
+}
+
+// drain reads a JSON message stream to its end and returns the first error
+// message in it.
+func drain(r io.Reader) error {
+	dec := json.NewDecoder(r)
+	for {
+		var m jsonmessage.JSONMessage
+		if err := dec.Decode(&m); err == io.EOF {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("reading engine progress: %w", err)
+		}
+		if m.Error != nil {
+			return errors.New(m.Error.Message)
+		}
+		if m.ErrorMessage != "" {
+			return errors.New(m.ErrorMessage)
+		}
+	}
+}
+
+// ImportImage implements replay.Engine.
+func (e *Engine) ImportImage(ctx context.Context, rootfs io.Reader, ref string) (replay.ImageInfo, error) {
+	rc, err := e.cli.ImageImport(ctx, image.ImportSource{Source: rootfs, SourceName: "-"}, ref, image.ImportOptions{})
+	if err != nil {
+		return replay.ImageInfo{}, fmt.Errorf("importing image %q: %w", ref, err)
+	}
+	defer rc.Close()
+	if err := drain(rc); err != nil {
+		return replay.ImageInfo{}, fmt.Errorf("importing image %q: %w", ref, err)
+	}
+	return e.InspectImage(ctx, ref)
+}
+
+// RemoveImage implements replay.Engine.
+func (e *Engine) RemoveImage(ctx context.Context, ref string) error {
+	if _, err := e.cli.ImageRemove(ctx, ref, image.RemoveOptions{PruneChildren: true}); err != nil {
+		if client.IsErrNotFound(err) {
+			return fmt.Errorf("removing image %q: %w", ref, replay.ErrNotFound)
+		}
+		return fmt.Errorf("removing image %q: %w", ref, err)
+	}
+	return nil
+}
+
+// EnsureVolume implements replay.Engine.
+func (e *Engine) EnsureVolume(ctx context.Context, name string, labels map[string]string) (bool, error) {
+	_, err := e.cli.VolumeInspect(ctx, name)
+	if err == nil {
+		return false, nil
+	}
+	if !client.IsErrNotFound(err) {
+		return false, fmt.Errorf("inspecting volume %q: %w", name, err)
+	}
+	if _, err := e.cli.VolumeCreate(ctx, volume.CreateOptions{Name: name, Labels: managed(labels)}); err != nil {
+		return false, fmt.Errorf("creating volume %q: %w", name, err)
+	}
+	return true, nil
+}
+
+// RemoveVolume implements replay.Engine. Like RemoveContainer it outlives a
+// cancelled ctx.
+func (e *Engine) RemoveVolume(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	if err := e.cli.VolumeRemove(ctx, name, false); err != nil && !client.IsErrNotFound(err) {
+		return fmt.Errorf("removing volume %q: %w", name, err)
+	}
+	return nil
+}
+
+// Start implements replay.Engine. Volumes a mount names are created first
+// with the managed label, rather than implicitly and unlabelled by Docker.
+func (e *Engine) Start(ctx context.Context, spec replay.ContainerSpec) (replay.Container, error) {
+	if spec.Network != replay.NetworkHost && spec.Network != replay.NetworkNone {
+		return nil, fmt.Errorf("starting container: network mode %q is neither %q nor %q", spec.Network, replay.NetworkHost, replay.NetworkNone)
+	}
+	cfg := &container.Config{
+		Image:  spec.Image,
+		Cmd:    []string{"sleep", "infinity"},
+		Labels: managed(spec.Labels),
+	}
+	host := &container.HostConfig{
+		NetworkMode: container.NetworkMode(spec.Network),
+		AutoRemove:  false,
+	}
+	if !spec.KeepCapabilities {
+		host.CapDrop = []string{"ALL"}
+		host.SecurityOpt = []string{"no-new-privileges"}
+	}
+	if spec.MemoryBytes > 0 {
+		host.Memory = spec.MemoryBytes
+		// No swap on top, so the limit is the limit on every host.
+		host.MemorySwap = spec.MemoryBytes
+	}
+	if spec.PidsLimit > 0 {
+		host.PidsLimit = &spec.PidsLimit
+	}
+	if e.initAvailable(ctx) {
+		yes := true
+		host.Init = &yes
+	}
+	for _, m := range spec.Mounts {
+		if _, err := e.EnsureVolume(ctx, m.Volume, nil); err != nil {
+			return nil, fmt.Errorf("starting container: %w", err)
+		}
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: m.Volume, Target: m.Target, ReadOnly: m.ReadOnly})
+	}
+	created, err := e.cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
+	if err != nil {
+		if client.IsErrNotFound(err) {
+			return nil, fmt.Errorf("starting container from %q: %w: %w", spec.Image, replay.ErrNotFound, err)
+		}
+		return nil, fmt.Errorf("creating container from %q: %w", spec.Image, err)
+	}
+	if err := e.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		rmErr := e.RemoveContainer(ctx, created.ID)
+		return nil, errors.Join(fmt.Errorf("starting container from %q: %w", spec.Image, err), rmErr)
+	}
+	return &Container{engine: e, id: created.ID}, nil
+}
+
+// initAvailable asks the daemon once whether it has an init binary.
+func (e *Engine) initAvailable(ctx context.Context) bool {
+	e.initOnce.Do(func() {
+		info, err := e.cli.Info(ctx)
+		e.hasInit = err == nil && info.InitBinary != ""
+	})
+	return e.hasInit
+}
+
+// List implements replay.Engine.
+func (e *Engine) List(ctx context.Context, labels map[string]string) ([]string, error) {
+	f := filters.NewArgs()
+	for _, k := range slices.Sorted(maps.Keys(labels)) {
+		f.Add("label", k+"="+labels[k])
+	}
+	list, err := e.cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("listing containers: %w", err)
+	}
+	ids := make([]string, 0, len(list))
+	for _, c := range list {
+		ids = append(ids, c.ID)
+	}
+	slices.Sort(ids)
+	return ids, nil
+}
+
+// RemoveContainer implements replay.Engine; anonymous volumes go with it.
+// It still removes when ctx has been cancelled, since it is what runs on
+// Ctrl-C.
+func (e *Engine) RemoveContainer(ctx context.Context, id string) error {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	err := e.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && !client.IsErrNotFound(err) {
+		return fmt.Errorf("removing container %s: %w", short(id), err)
+	}
+	return nil
+}
+
+// Container is a running container of the engine.
+type Container struct {
+	engine *Engine
+	id     string
+}
+
+// ID implements replay.Container.
+func (c *Container) ID() string { return c.id }
+
+// Exec implements replay.Container; see the package documentation for the
+// environment and for what a cancelled context does.
+func (c *Container) Exec(ctx context.Context, spec replay.ExecSpec) (replay.ExecResult, error) {
+	cmd, err := envCmd(spec)
+	if err != nil {
+		return replay.ExecResult{}, fmt.Errorf("exec in container %s: %w", short(c.id), err)
+	}
+	cli := c.engine.cli
+	start := time.Now()
+	created, err := cli.ContainerExecCreate(ctx, c.id, container.ExecOptions{
+		User:         spec.User,
+		WorkingDir:   spec.WorkDir,
+		Cmd:          cmd,
+		AttachStdout: true,
+		AttachStderr: true,
+	})
+	if err != nil {
+		return replay.ExecResult{}, c.ctxErr(ctx, fmt.Errorf("creating exec %q in container %s: %w", spec.Cmd[0], short(c.id), err))
+	}
+	att, err := cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	if err != nil {
+		return replay.ExecResult{}, c.ctxErr(ctx, fmt.Errorf("starting exec %q in container %s: %w", spec.Cmd[0], short(c.id), err))
+	}
+	defer att.Close()
+	copied := make(chan error, 1)
+	go func() {
+		_, err := stdcopy.StdCopy(orDiscard(spec.Stdout), orDiscard(spec.Stderr), att.Reader)
+		copied <- err
+	}()
+	select {
+	case err = <-copied:
+	case <-ctx.Done():
+		killErr := c.kill()
+		att.Close()
+		<-copied
+		return replay.ExecResult{Duration: time.Since(start)},
+			errors.Join(fmt.Errorf("exec %q in container %s: %w", spec.Cmd[0], short(c.id), ctx.Err()), killErr)
+	}
+	if err != nil {
+		return replay.ExecResult{}, c.ctxErr(ctx, fmt.Errorf("reading output of %q in container %s: %w", spec.Cmd[0], short(c.id), err))
+	}
+	res := replay.ExecResult{Duration: time.Since(start)}
+	// The stream can end a moment before the daemon records the exit code.
+	for {
+		ins, err := cli.ContainerExecInspect(ctx, created.ID)
+		if err != nil {
+			return res, c.ctxErr(ctx, fmt.Errorf("inspecting exec %q in container %s: %w", spec.Cmd[0], short(c.id), err))
+		}
+		if !ins.Running {
+			res.ExitCode = ins.ExitCode
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return res, c.ctxErr(ctx, ctx.Err())
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	if res.ExitCode != 0 {
+		oom, err := c.oomKilled(ctx, res.ExitCode)
+		if err != nil {
+			return res, c.ctxErr(ctx, err)
+		}
+		res.OOMKilled = oom
+	}
+	return res, nil
+}
+
+// oomKilled decides whether a failed exec was killed for memory. Docker
+// sets State.OOMKilled only when the container's main process dies of it,
+// which never happens here, so a SIGKILL exit (137) the engine did not send
+// counts as one: nothing else in a replay kills a step with SIGKILL.
+func (c *Container) oomKilled(ctx context.Context, exit int) (bool, error) {
+	if exit == 137 {
+		return true, nil
+	}
+	ins, err := c.engine.cli.ContainerInspect(ctx, c.id)
+	if err != nil {
+		return false, fmt.Errorf("inspecting container %s: %w", short(c.id), err)
+	}
+	return ins.State != nil && ins.State.OOMKilled, nil
+}
+
+// ctxErr kills the container and wraps ctx.Err() when err happened because
+// the context ended; otherwise it returns err.
+func (c *Container) ctxErr(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	return errors.Join(fmt.Errorf("%w (%w)", ctx.Err(), err), c.kill())
+}
+
+// kill stops the container and every exec in it.
+func (c *Container) kill() error {
+	ctx, cancel := context.WithTimeout(context.Background(), cleanupTimeout)
+	defer cancel()
+	if err := c.engine.cli.ContainerKill(ctx, c.id, "KILL"); err != nil && !client.IsErrNotFound(err) && !strings.Contains(err.Error(), "is not running") {
+		return fmt.Errorf("killing container %s: %w", short(c.id), err)
+	}
+	return nil
+}
+
+// envCmd wraps spec.Cmd in `env -i` so the process sees exactly spec.Env.
+func envCmd(spec replay.ExecSpec) ([]string, error) {
+	if len(spec.Cmd) == 0 {
+		return nil, errors.New("empty command")
+	}
+	// env would take a leading NAME=VALUE word as one more assignment.
+	if strings.Contains(spec.Cmd[0], "=") {
+		return nil, fmt.Errorf("command %q contains '='", spec.Cmd[0])
+	}
+	cmd := make([]string, 0, 2+len(spec.Env)+len(spec.Cmd))
+	cmd = append(cmd, "env", "-i")
+	for _, kv := range spec.Env {
+		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" || strings.HasPrefix(name, "-") {
+			return nil, fmt.Errorf("environment entry %q is not NAME=VALUE", kv)
+		}
+		cmd = append(cmd, kv)
+	}
+	return append(cmd, spec.Cmd...), nil
+}
+
+// CopyIn implements replay.Container.
+func (c *Container) CopyIn(ctx context.Context, dir string, tar io.Reader) error {
+	if err := c.engine.cli.CopyToContainer(ctx, c.id, dir, tar, container.CopyToContainerOptions{}); err != nil {
+		return fmt.Errorf("copying into %s of container %s: %w", dir, short(c.id), err)
+	}
+	return nil
+}
+
+// Commit implements replay.Container.
+func (c *Container) Commit(ctx context.Context, ref string) (string, error) {
+	resp, err := c.engine.cli.ContainerCommit(ctx, c.id, container.CommitOptions{Reference: ref})
+	if err != nil {
+		return "", fmt.Errorf("committing container %s as %q: %w", short(c.id), ref, err)
+	}
+	return resp.ID, nil
+}
+
+// Remove implements replay.Container.
+func (c *Container) Remove(ctx context.Context) error {
+	return c.engine.RemoveContainer(ctx, c.id)
+}
+
+func managed(labels map[string]string) map[string]string {
+	out := map[string]string{ManagedLabel: "true"}
+	maps.Copy(out, labels)
+	return out
+}
+
+func short(id string) string {
+	if len(id) > 12 {
+		return id[:12]
+	}
+	return id
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}
