@@ -169,7 +169,7 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 		out.Contract = cur
 		l.say("attempt %d: %s", n, attemptLine(a))
 		if a.Pass {
-			if err := CheckCounts(bestTests, passedCount(a.Tests)); err != nil {
+			if err := CheckCounts(bestTests, ranCount(a.Tests)); err != nil {
 				out.Diagnosis = l.diagnose(out, err.Error())
 				return out, nil
 			}
@@ -337,16 +337,6 @@ func failedTests(ts []results.Test) []results.Test {
 		}
 	}
 	return f
-}
-
-func passedCount(ts []results.Test) int {
-	n := 0
-	for _, t := range ts {
-		if t.Status == results.Passed {
-			n++
-		}
-	}
-	return n
 }
 
 func ranCount(ts []results.Test) int {

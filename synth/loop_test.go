@@ -1,0 +1,168 @@
+package synth
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/results"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+// simulated is a Verifier standing in for a project whose behaviour is a
+// function of the contract; the real-engine tests cover the replay itself.
+type simulated struct {
+	calls []bool // cold flag per call
+	judge func(c *contract.Contract, n int) *Attempt
+}
+
+func (s *simulated) Verify(_ context.Context, c *contract.Contract, n int, cold bool) (*Attempt, error) {
+	s.calls = append(s.calls, cold)
+	a := s.judge(c, n)
+	a.Contract = c
+	return a, nil
+}
+
+func fail(stage string, class traces.Class, log string, tests ...results.Test) *Attempt {
+	return &Attempt{Stage: stage, Failure: &traces.Failure{Class: class, Lines: []string{strings.SplitN(log, "\n", 2)[0]}}, Log: log, Tests: tests}
+}
+
+func pass(tests ...results.Test) *Attempt { return &Attempt{Pass: true, Tests: tests} }
+
+func TestLoopRepairsThenConfirmsCold(t *testing.T) {
+	sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
+		if !slices.Contains(c.SystemPackages, "make") {
+			return fail("build", traces.MissingCommand, "sh: 1: make: not found")
+		}
+		return pass(results.Test{Name: "TestA", Status: results.Passed})
+	}}
+	out, err := New(sim, WithResolver(resolve)).Run(context.Background(), draft(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Verified || len(out.Attempts) != 3 || !slices.Equal(sim.calls, []bool{false, false, true}) {
+		t.Fatalf("verified=%v attempts=%d calls=%v", out.Verified, len(out.Attempts), sim.calls)
+	}
+	if len(out.Deltas) != 1 || !out.Deltas[0].Accepted || out.Deltas[0].Rule != "missing-command" || !strings.Contains(out.Deltas[0].Diff, "+   - make") {
+		t.Fatalf("deltas: %+v", out.Deltas)
+	}
+	if !slices.Contains(out.Contract.SystemPackages, "make") {
+		t.Fatal("the verified contract lacks the repair")
+	}
+}
+
+func TestLoopQuarantinesFlakyTest(t *testing.T) {
+	sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
+		flakyPasses := n%2 == 0
+		q := slices.ContainsFunc(c.Quarantine, func(q contract.Quarantined) bool { return q.Test == "TestFlaky" })
+		tests := []results.Test{{Package: "p", Name: "TestA", Status: results.Passed}, {Package: "p", Name: "TestFlaky", Status: results.Failed}}
+		if flakyPasses {
+			tests[1].Status = results.Passed
+		}
+		if flakyPasses || q {
+			return pass(tests...)
+		}
+		return fail("verify", traces.TestFailure, "--- FAIL: TestFlaky (0.00s)", tests...)
+	}}
+	out, err := New(sim, WithResolver(resolve)).Run(context.Background(), draft(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Verified {
+		t.Fatalf("not verified: %s", out.Diagnosis)
+	}
+	if len(out.Contract.Quarantine) != 1 || out.Contract.Quarantine[0].Why != contract.WhyFlaky || !strings.Contains(out.Contract.Quarantine[0].Evidence, "attempt 1 failed, attempt 2 passed") {
+		t.Fatalf("quarantine: %+v", out.Contract.Quarantine)
+	}
+}
+
+func TestLoopDiagnosesRealTestFailure(t *testing.T) {
+	sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
+		return fail("verify", traces.TestFailure, "--- FAIL: TestBroken (0.00s)", results.Test{Package: "p", Name: "TestBroken", Status: results.Failed})
+	}}
+	out, err := New(sim, WithResolver(resolve)).Run(context.Background(), draft(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Verified || len(out.Attempts) != 2 {
+		t.Fatalf("verified=%v attempts=%d", out.Verified, len(out.Attempts))
+	}
+	if !strings.Contains(out.Diagnosis, "p TestBroken") || !strings.Contains(out.Diagnosis, "identical rerun") {
+		t.Fatalf("diagnosis: %s", out.Diagnosis)
+	}
+	if out.Contract == nil {
+		t.Fatal("no best contract kept")
+	}
+}
+
+func TestLoopStopsAtIterationBudget(t *testing.T) {
+	n := 0
+	sim := &simulated{judge: func(c *contract.Contract, _ int) *Attempt {
+		n++
+		// A new missing command each time: always repairable, never done.
+		cmds := []string{"make", "gcc", "jq", "zip", "unzip", "bc"}
+		return fail("build", traces.MissingCommand, "sh: 1: "+cmds[min(n-1, len(cmds)-1)]+": not found")
+	}}
+	out, err := New(sim, WithResolver(resolve), WithBudget(Budget{Iterations: 3})).Run(context.Background(), draft(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Verified || len(out.Attempts) != 3 || !strings.Contains(out.Diagnosis, "iteration budget (3)") {
+		t.Fatalf("verified=%v attempts=%d diagnosis=%q", out.Verified, len(out.Attempts), out.Diagnosis)
+	}
+}
+
+// scriptedReviser returns its deltas in order.
+type scriptedReviser struct {
+	deltas []Delta
+	errs   []error
+	calls  int
+}
+
+func (r *scriptedReviser) Revise(context.Context, Request) (Delta, Usage, error) {
+	i := r.calls
+	r.calls++
+	if i < len(r.errs) && r.errs[i] != nil {
+		return Delta{}, Usage{Prompt: 10}, r.errs[i]
+	}
+	return r.deltas[i], Usage{Prompt: 100, Completion: 20}, nil
+}
+
+func TestLoopAsksReviserWhenRulesCannot(t *testing.T) {
+	weak := Delta{Reason: "just ignore it", Ops: []Op{{Kind: ReplaceStep, Stage: "build", Index: 0, Step: &contract.Step{Run: "make build || true", Evidence: "x", Source: contract.SourceLLM, Confidence: 0.3, Reason: "r"}}}}
+	good := Delta{Reason: "the build needs FOO_MODE", Evidence: "attempt 1, step build/1: FOO_MODE", Ops: []Op{{Kind: SetEnv, Name: "FOO_MODE", Value: "ci"}}}
+	rev := &scriptedReviser{deltas: []Delta{weak, good}}
+	sim := &simulated{judge: func(c *contract.Contract, _ int) *Attempt {
+		if c.Env["FOO_MODE"] != "ci" {
+			return fail("build", traces.Unknown, "frobnicator: unsupported mode \"\"")
+		}
+		return pass()
+	}}
+	out, err := New(sim, WithResolver(resolve), WithReviser(rev)).Run(context.Background(), draft(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Verified || out.Tokens != 240 {
+		t.Fatalf("verified=%v tokens=%d diagnosis=%s", out.Verified, out.Tokens, out.Diagnosis)
+	}
+	if len(out.Deltas) != 2 || out.Deltas[0].Accepted || !strings.Contains(out.Deltas[0].Why, "|| true") || !out.Deltas[1].Accepted {
+		t.Fatalf("deltas: %+v", out.Deltas)
+	}
+}
+
+type brokenVerifier struct{}
+
+func (brokenVerifier) Verify(context.Context, *contract.Contract, int, bool) (*Attempt, error) {
+	return nil, errors.New("engine went away")
+}
+
+func TestLoopKeepsDraftWhenReplayCannotRun(t *testing.T) {
+	d := draft()
+	out, err := New(brokenVerifier{}).Run(context.Background(), d, nil)
+	if err == nil || out == nil || out.Contract != d || !strings.Contains(out.Diagnosis, "engine went away") {
+		t.Fatalf("err=%v out=%+v", err, out)
+	}
+}
