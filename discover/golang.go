@@ -17,7 +17,7 @@ func modError(f *file, err error) {
 }
 
 func mineGoMod(f *file) {
-	mf, err := modfile.ParseLax(f.path, f.data, nil)
+	mf, err := modfile.Parse(f.path, f.data, nil)
 	if err != nil {
 		modError(f, err)
 		return

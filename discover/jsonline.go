@@ -45,9 +45,8 @@ func jsonKeyLines(data []byte) (map[string]int, error) {
 		line += bytes.Count(data[last:off], []byte{'\n'})
 		last = off
 		top := len(stack) - 1
-		isKey := top >= 0 && stack[top].obj && stack[top].key == ""
-		if isKey {
-			k, _ := tok.(string)
+		k, isStr := tok.(string)
+		if isStr && top >= 0 && stack[top].obj && stack[top].key == "" {
 			stack[top].key = k
 			if !stack[top].inArr {
 				out[stack[top].prefix+k] = line

@@ -30,7 +30,7 @@ func parseTOML(f *file, v any) bool {
 
 // tomlTableLine is the line of "[name]", or 0.
 func tomlTableLine(data []byte, name string) int {
-	re := regexp.MustCompile(`(?m)^\s*\[` + regexp.QuoteMeta(name) + `\]`)
+	re := regexp.MustCompile(`(?m)^[ \t]*\[` + regexp.QuoteMeta(name) + `\]`)
 	if loc := re.FindIndex(data); loc != nil {
 		return lineAt(data, int64(loc[0]))
 	}
