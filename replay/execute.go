@@ -1,0 +1,434 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/repo"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+// Paths inside replay containers.
+const (
+	workDir      = "/work"
+	srcDir       = "/work/src"
+	toolRoot     = "/opt/bootstrap"
+	caDir        = "/etc/ssl/certs"
+	caFile       = caDir + "/ca-certificates.crt"
+	caStage      = "/opt/bootstrap-ca"
+	stdPath      = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	completeMark = ".bootstrap-complete"
+	// prepareStage names the setup work in traces; it cannot clash with a
+	// contract stage, whose names start with a letter or digit.
+	prepareStage = "_prepare"
+)
+
+// Labels put on everything a replay creates.
+const (
+	LabelRun  = "dev.bootstrap.run"
+	LabelRole = "dev.bootstrap.role"
+)
+
+// run is one replay in progress.
+type run struct {
+	*Runner
+	in       Input
+	inputs   *inputs
+	id       string
+	contract *contract.Contract
+	start    time.Time
+	tw       *traces.Writer
+
+	image      ImageInfo
+	runImage   string // committed image, removed at the end
+	artifacts  []Artifact
+	volumes    []string // per-run volumes, removed at the end
+	homeVol    string
+	containers []Container
+	mounts     []Mount
+	shell      []string
+	packages   map[string]string
+	homeReuse  string
+
+	stages    []StageRecord
+	durations map[string]int64
+	failure   *StepFailure
+	strongest [][]byte
+	masker    *strings.Replacer
+	secretEnv []string
+}
+
+func (x *run) labels() map[string]string {
+	return map[string]string{LabelRun: x.id, LabelRole: "replay"}
+}
+
+func (x *run) home() string {
+	if x.contract.User == "root" {
+		return "/root"
+	}
+	return "/home/" + x.contract.User
+}
+
+func (x *run) emit(e traces.Event) error {
+	_, err := x.tw.Emit(e)
+	return err
+}
+
+func (x *run) execute(ctx context.Context) (res *Result, err error) {
+	x.durations = map[string]int64{}
+	x.tw, err = traces.Create(filepath.Join(x.in.OutDir, TraceFile), x.now)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if cerr := x.tw.Close(); err == nil && cerr != nil {
+			err = cerr
+		}
+	}()
+	x.reapLeftovers(ctx)
+	if err := x.writeLease(); err != nil {
+		return nil, err
+	}
+	var kept *Kept
+	defer func() {
+		kept = x.cleanup(ctx)
+		if res != nil {
+			res.Kept = kept
+		}
+	}()
+	x.secretSetup()
+	if err := x.emit(traces.Event{Type: traces.ReplayStart, Commit: x.in.Snapshot.Commit, Inputs: x.inputs.digests, Message: x.secretNote()}); err != nil {
+		return nil, err
+	}
+	if err := x.resolveImage(ctx); err != nil {
+		return nil, x.abort(err)
+	}
+	if err := x.fetchToolchains(ctx); err != nil {
+		return nil, x.abort(err)
+	}
+	ok, err := x.prepare(ctx)
+	if err != nil {
+		return nil, x.abort(err)
+	}
+	if ok {
+		if err := x.stagesRun(ctx); err != nil {
+			return nil, x.abort(err)
+		}
+	}
+	return x.finish()
+}
+
+// abort ends the trace when a replay could not be judged.
+func (x *run) abort(err error) error {
+	_ = x.emit(traces.Event{Type: traces.ReplayEnd, DurationMS: x.now().Sub(x.start).Milliseconds(), Message: "aborted: " + err.Error()})
+	return err
+}
+
+func (x *run) secretSetup() {
+	var pairs []string
+	for _, name := range x.contract.Secrets {
+		if v, ok := x.secrets(name); ok {
+			x.secretEnv = append(x.secretEnv, name+"="+v)
+			if v != "" {
+				pairs = append(pairs, v, "***")
+			}
+		}
+	}
+	x.masker = strings.NewReplacer(pairs...)
+}
+
+func (x *run) secretNote() string {
+	var missing []string
+	for _, name := range x.contract.Secrets {
+		if _, ok := x.secrets(name); !ok {
+			missing = append(missing, name)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "secrets not set in the environment, so not passed: " + strings.Join(missing, ", ")
+}
+
+// resolveImage finds the base image, pulling it when absent, and checks or
+// fills the contract's digest.
+func (x *run) resolveImage(ctx context.Context) error {
+	b := x.contract.Base
+	ref := b.Image
+	info, err := x.engine.InspectImage(ctx, ref)
+	if errors.Is(err, ErrNotFound) {
+		pull := ref
+		if b.Digest != "" && !strings.Contains(ref, "@") {
+			pull = ref + "@" + b.Digest
+		}
+		if err := x.engine.PullImage(ctx, pull); err != nil {
+			return fmt.Errorf("pulling base image %q: %w", pull, err)
+		}
+		info, err = x.engine.InspectImage(ctx, pull)
+	}
+	if err != nil {
+		return fmt.Errorf("inspecting base image %q: %w", ref, err)
+	}
+	if b.Digest == "" {
+		x.contract.Base.Digest = info.ID
+		for _, rd := range info.RepoDigests {
+			if _, d, ok := strings.Cut(rd, "@"); ok {
+				x.contract.Base.Digest = d
+				break
+			}
+		}
+	} else if !matchesDigest(info, b.Digest) {
+		return fmt.Errorf("base image %q is %s, but the contract pins %s", ref, info.ID, b.Digest)
+	}
+	x.image = info
+	return nil
+}
+
+func matchesDigest(info ImageInfo, d string) bool {
+	if info.ID == d {
+		return true
+	}
+	for _, rd := range info.RepoDigests {
+		if strings.HasSuffix(rd, "@"+d) {
+			return true
+		}
+	}
+	return false
+}
+
+func (x *run) fetchToolchains(ctx context.Context) error {
+	if len(x.contract.Toolchains) > 0 && x.toolchains == nil {
+		return errors.New("the contract declares toolchains but the replay has no fetcher (WithToolchains)")
+	}
+	for i, tc := range x.contract.Toolchains {
+		a, err := x.toolchains.Fetch(ctx, tc)
+		if err != nil {
+			return fmt.Errorf("fetching toolchain %s %s: %w", tc.Name, tc.Version, err)
+		}
+		x.contract.Toolchains[i].Source = a.Toolchain.Source
+		x.contract.Toolchains[i].Hash = a.Toolchain.Hash
+		x.artifacts = append(x.artifacts, a)
+	}
+	return nil
+}
+
+func toolVolume(tc contract.Toolchain) string {
+	return "bootstrap-tc-" + tc.Name + "-" + shortHash(tc.Hash)
+}
+
+// homeKey digests everything that decides what the dependency cache holds.
+func (x *run) homeKey() string {
+	var parts []string
+	parts = append(parts, x.image.ID, x.contract.User)
+	for _, a := range x.artifacts {
+		parts = append(parts, a.Toolchain.Name+"="+a.Toolchain.Hash)
+	}
+	for _, s := range x.contract.Stages {
+		if s.Network {
+			for _, st := range s.Steps {
+				parts = append(parts, st.Cwd+"\x00"+st.Run)
+			}
+		}
+	}
+	for _, k := range slices.Sorted(mapsKeys(x.contract.Inputs)) {
+		parts = append(parts, k+"="+x.contract.Inputs[k])
+	}
+	return shortHash(strings.Join(parts, "\n"))
+}
+
+func mapsKeys(m map[string]string) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+// prepare creates the volumes and the run image: the unprivileged user,
+// system packages, the repository copy, toolchains and the CA bundle.
+func (x *run) prepare(ctx context.Context) (bool, error) {
+	lbl := x.labels()
+	work := "bootstrap-work-" + x.id
+	if _, err := x.engine.EnsureVolume(ctx, work, lbl); err != nil {
+		return false, fmt.Errorf("creating work volume: %w", err)
+	}
+	x.volumes = append(x.volumes, work)
+	x.homeVol = "bootstrap-home-" + x.homeKey()
+	if x.noCache {
+		x.homeVol = "bootstrap-home-" + x.id
+		x.volumes = append(x.volumes, x.homeVol)
+	}
+	created, err := x.engine.EnsureVolume(ctx, x.homeVol, map[string]string{LabelRole: "home-cache"})
+	if err != nil {
+		return false, fmt.Errorf("creating dependency cache volume: %w", err)
+	}
+	x.homeReuse = map[bool]string{true: "miss", false: "hit"}[created]
+	x.mounts = []Mount{{Volume: work, Target: workDir}, {Volume: x.homeVol, Target: x.home()}}
+	prepMounts := slices.Clone(x.mounts)
+	for _, a := range x.artifacts {
+		v := toolVolume(a.Toolchain)
+		if _, err := x.engine.EnsureVolume(ctx, v, map[string]string{LabelRole: "toolchain"}); err != nil {
+			return false, fmt.Errorf("creating toolchain volume: %w", err)
+		}
+		target := toolRoot + "/" + a.Toolchain.Name
+		prepMounts = append(prepMounts, Mount{Volume: v, Target: target})
+		x.mounts = append(x.mounts, Mount{Volume: v, Target: target, ReadOnly: true})
+	}
+	if x.inputs.ca != nil {
+		v := "bootstrap-ca-" + x.id
+		if _, err := x.engine.EnsureVolume(ctx, v, lbl); err != nil {
+			return false, fmt.Errorf("creating CA volume: %w", err)
+		}
+		x.volumes = append(x.volumes, v)
+		prepMounts = append(prepMounts, Mount{Volume: v, Target: caStage})
+		x.mounts = append(x.mounts, Mount{Volume: v, Target: caDir, ReadOnly: true})
+	}
+	_ = x.writeLease()
+
+	x.stageStart(prepareStage, true)
+	prepStart := x.now()
+	c, err := x.engine.Start(ctx, ContainerSpec{Image: x.image.ID, Network: NetworkHost, Mounts: prepMounts, Labels: lbl, KeepCapabilities: true})
+	if err != nil {
+		return false, fmt.Errorf("starting setup container: %w", err)
+	}
+	x.containers = append(x.containers, c)
+	_ = x.writeLease()
+
+	if err := c.CopyIn(ctx, workDir, srcTar(x.in.Snapshot)); err != nil {
+		return false, fmt.Errorf("copying the repository in: %w", err)
+	}
+	for _, a := range x.artifacts {
+		target := toolRoot + "/" + a.Toolchain.Name
+		res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"test", "-f", target + "/" + completeMark}, User: "root", Env: []string{"PATH=" + stdPath}})
+		if err != nil {
+			return false, fmt.Errorf("checking toolchain volume: %w", err)
+		}
+		if res.ExitCode == 0 {
+			continue
+		}
+		if err := x.fillToolchain(ctx, c, a, target); err != nil {
+			return false, err
+		}
+	}
+	if x.inputs.ca != nil {
+		if err := c.CopyIn(ctx, caStage, singleFileTar("ca-certificates.crt", x.inputs.ca)); err != nil {
+			return false, fmt.Errorf("copying the CA bundle in: %w", err)
+		}
+	}
+	step := 0
+	runStep := func(what string, cmd ...string) (bool, []byte, error) {
+		step++
+		return x.prepStep(ctx, c, step, what, cmd)
+	}
+	var cmds [][]string
+	if x.contract.User != "root" {
+		cmds = append(cmds, []string{"useradd", "-m", "-u", "1000", x.contract.User})
+	}
+	if len(x.contract.SystemPackages) > 0 {
+		cmds = append(cmds, append([]string{"sh", "-e", "-c", "apt-get update && apt-get install -y --no-install-recommends \"$@\"", "sh"}, x.contract.SystemPackages...))
+	}
+	cmds = append(cmds, []string{"chown", "-R", x.contract.User + ":", srcDir, x.home()})
+	for _, cmd := range cmds {
+		ok, _, err := runStep(strings.Join(cmd, " "), cmd...)
+		if err != nil || !ok {
+			x.stageEnd(prepareStage, false, prepStart)
+			return false, err
+		}
+	}
+	if len(x.contract.SystemPackages) > 0 {
+		names := make([]string, len(x.contract.SystemPackages))
+		for i, p := range x.contract.SystemPackages {
+			names[i], _, _ = strings.Cut(p, "=")
+		}
+		ok, out, err := runStep("dpkg-query", append([]string{"dpkg-query", "-W", "-f=${Package}=${Version}\\n"}, names...)...)
+		if err != nil || !ok {
+			x.stageEnd(prepareStage, false, prepStart)
+			return false, err
+		}
+		x.packages = map[string]string{}
+		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+			if k, v, ok := strings.Cut(line, "="); ok {
+				x.packages[k] = v
+			}
+		}
+	}
+	res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"test", "-x", "/bin/bash"}, User: "root", Env: []string{"PATH=" + stdPath}})
+	if err != nil {
+		return false, fmt.Errorf("looking for bash: %w", err)
+	}
+	x.shell = []string{"sh", "-e", "-c"}
+	if res.ExitCode == 0 {
+		x.shell = []string{"bash", "-e", "-o", "pipefail", "-c"}
+	}
+	x.runImage = x.image.ID
+	if len(cmds) > 1 || x.contract.User != "root" {
+		id, err := c.Commit(ctx, "bootstrap-run:"+x.id)
+		if err != nil {
+			return false, fmt.Errorf("committing the run image: %w", err)
+		}
+		x.runImage = id
+		_ = x.writeLease()
+	}
+	if !x.keep {
+		if err := c.Remove(ctx); err != nil {
+			return false, fmt.Errorf("removing setup container: %w", err)
+		}
+		x.containers = x.containers[:0]
+	}
+	x.stageEnd(prepareStage, true, prepStart)
+	return true, nil
+}
+
+// srcTar streams the repository as a tar rooted at src/.
+func srcTar(snap *repo.Snapshot) io.Reader {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(repo.Tar(pw, hideDir{FS: snap.FS, dir: contract.Dir}, repo.TarOptions{ModTime: snap.CommitTime, Prefix: "src/"}))
+	}()
+	return pr
+}
+
+func (x *run) fillToolchain(ctx context.Context, c Container, a Artifact, target string) error {
+	pr, pw := io.Pipe()
+	go func() {
+		pw.CloseWithError(repo.Tar(pw, os.DirFS(a.Dir), repo.TarOptions{}))
+	}()
+	if err := c.CopyIn(ctx, target, pr); err != nil {
+		pr.CloseWithError(err)
+		return fmt.Errorf("copying toolchain %s in: %w", a.Toolchain.Name, err)
+	}
+	// The mark is written last so an interrupted fill is redone next time.
+	res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"touch", target + "/" + completeMark}, User: "root", Env: []string{"PATH=" + stdPath}})
+	if err == nil && res.ExitCode != 0 {
+		err = fmt.Errorf("exit %d", res.ExitCode)
+	}
+	if err != nil {
+		return fmt.Errorf("marking toolchain %s complete: %w", a.Toolchain.Name, err)
+	}
+	return nil
+}
+
+// prepStep runs one setup command as root and traces it like a step.
+func (x *run) prepStep(ctx context.Context, c Container, n int, what string, cmd []string) (bool, []byte, error) {
+	ref := contract.StepRef(prepareStage, n-1)
+	var cp capture
+	_ = x.emit(traces.Event{Type: traces.StepStart, Stage: prepareStage, Step: ref, Command: what})
+	start := x.now()
+	env := []string{"PATH=" + stdPath, "DEBIAN_FRONTEND=noninteractive", "LANG=C.UTF-8"}
+	res, err := c.Exec(ctx, ExecSpec{Cmd: cmd, User: "root", Env: env, Stdout: cp.stdout(), Stderr: cp.stderr()})
+	if err != nil {
+		return false, nil, fmt.Errorf("setup %q: %w", what, err)
+	}
+	ok := x.stepEnd(prepareStage, n, ref, res, false, &cp, start)
+	return ok, cp.out.Bytes(), nil
+}

@@ -1,0 +1,176 @@
+package replay
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/repo"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+// VerifierVersion names the replay semantics. It is an input of every
+// verdict, so changing how a replay judges a contract must change it.
+const VerifierVersion = "bootstrap-replay/1"
+
+// Defaults for the limits a step runs under.
+const (
+	DefaultMemory      = 4 << 30
+	DefaultPids        = 4096
+	DefaultStepTimeout = 30 * time.Minute
+	// cleanupTimeout bounds removal after a run, which proceeds even when
+	// the run's context was cancelled.
+	cleanupTimeout = 30 * time.Second
+)
+
+// Runner replays contracts. Make one with New.
+type Runner struct {
+	engine     Engine
+	toolchains Toolchains
+	caBundle   string
+	cacheDir   string
+	noCache    bool
+	keep       bool
+	progress   io.Writer
+	now        func() time.Time
+	secrets    func(string) (string, bool)
+	memory     int64
+	pids       int64
+	host       string
+}
+
+// Option configures a Runner.
+type Option func(*Runner)
+
+// WithEngine sets the container engine steps run in.
+func WithEngine(e Engine) Option { return func(r *Runner) { r.engine = e } }
+
+// WithToolchains sets where toolchains are fetched from.
+func WithToolchains(t Toolchains) Option { return func(r *Runner) { r.toolchains = t } }
+
+// WithCABundle declares a TLS trust bundle: it is mounted read-only at
+// /etc/ssl/certs/ca-certificates.crt and its digest is an input of the verdict.
+func WithCABundle(path string) Option { return func(r *Runner) { r.caBundle = path } }
+
+// WithCacheDir sets the host directory holding the verdict cache and the
+// leases of runs in progress.
+func WithCacheDir(dir string) Option { return func(r *Runner) { r.cacheDir = dir } }
+
+// WithNoCache ignores the verdict cache and the dependency-cache volume.
+func WithNoCache() Option { return func(r *Runner) { r.noCache = true } }
+
+// WithKeep keeps containers, the run image and volumes for debugging.
+func WithKeep() Option { return func(r *Runner) { r.keep = true } }
+
+// WithProgress writes a line per stage and step with elapsed time to w.
+func WithProgress(w io.Writer) Option { return func(r *Runner) { r.progress = w } }
+
+// WithClock replaces time.Now, for tests.
+func WithClock(now func() time.Time) Option { return func(r *Runner) { r.now = now } }
+
+// WithSecrets sets where declared secrets' values come from (default os.LookupEnv).
+func WithSecrets(lookup func(string) (string, bool)) Option {
+	return func(r *Runner) { r.secrets = lookup }
+}
+
+// WithLimits sets each stage container's memory (bytes) and process limits.
+func WithLimits(memory, pids int64) Option {
+	return func(r *Runner) { r.memory, r.pids = memory, pids }
+}
+
+// New returns a Runner; WithEngine is required for anything but cache hits.
+func New(opts ...Option) *Runner {
+	r := &Runner{now: time.Now, secrets: os.LookupEnv, memory: DefaultMemory, pids: DefaultPids}
+	for _, o := range opts {
+		o(r)
+	}
+	r.host, _ = os.Hostname()
+	return r
+}
+
+// Input is what one replay judges.
+type Input struct {
+	Contract *contract.Contract
+	Snapshot *repo.Snapshot
+	// OutDir receives record.json, provenance.json, trace.jsonl and logs/;
+	// usually the repository's .bootstrap directory.
+	OutDir string
+}
+
+// Output file names inside Input.OutDir.
+const (
+	RecordFile     = "record.json"
+	ProvenanceFile = "provenance.json"
+	TraceFile      = "trace.jsonl"
+)
+
+// Result is how a replay ended.
+type Result struct {
+	Verdict string
+	// Cached is set when the verdict was reused from the verdict cache.
+	Cached bool
+	// Contract is the input with the base image digest and toolchain hashes
+	// filled in.
+	Contract       *contract.Contract
+	Record         *Record
+	RecordPath     string
+	ProvenancePath string
+	TracePath      string
+	// Failure is the first failing step's, nil on a pass.
+	Failure *StepFailure
+	// Kept lists what WithKeep left behind and how to enter it.
+	Kept *Kept
+}
+
+// StepFailure locates and explains the step that failed a replay.
+type StepFailure struct {
+	Step    string
+	Failure *traces.Failure
+	// LogPath is the full log, relative to the trace file's directory.
+	LogPath string
+}
+
+// Kept is what a replay with WithKeep left running.
+type Kept struct {
+	Containers []string
+	Image      string
+	Volumes    []string
+	// Enter is a command that opens a shell where the replay stopped.
+	Enter string
+}
+
+func newRunID() string {
+	b := make([]byte, 8)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// Run replays in.Contract against in.Snapshot. A replay that runs and fails
+// is not an error: the Result says fail and why. Errors are for what
+// prevented judging at all (bad input, engine trouble, cancellation).
+func (r *Runner) Run(ctx context.Context, in Input) (*Result, error) {
+	if in.Contract == nil || in.Snapshot == nil || in.OutDir == "" {
+		return nil, errors.New("replay needs a contract, a snapshot and an output directory")
+	}
+	if err := contract.Validate(in.Contract); err != nil {
+		return nil, fmt.Errorf("invalid contract: %w", err)
+	}
+	p, err := r.prepareInputs(in)
+	if err != nil {
+		return nil, err
+	}
+	if res, ok, err := r.fromCache(in, p); ok || err != nil {
+		return res, err
+	}
+	if r.engine == nil {
+		return nil, errors.New("replay needs an engine (WithEngine)")
+	}
+	run := &run{Runner: r, in: in, inputs: p, id: newRunID(), contract: in.Contract.Clone(), start: r.now()}
+	return run.execute(ctx)
+}

@@ -1,0 +1,285 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/fixtures/fakeengine"
+	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/repo"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+const baseID = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
+
+// setupHook answers the root setup commands (useradd, chown, apt) that a
+// host-process fake must not run, and lets steps run on the host.
+func setupHook(ctx context.Context, c *fakeengine.Container, spec replay.ExecSpec) (replay.ExecResult, error, bool) {
+	if spec.User == "root" {
+		return replay.ExecResult{}, nil, true
+	}
+	return replay.ExecResult{}, nil, false
+}
+
+func newEngine(t *testing.T, opts ...fakeengine.Option) *fakeengine.Engine {
+	t.Helper()
+	if len(opts) == 0 {
+		opts = []fakeengine.Option{fakeengine.WithExecHook(setupHook)}
+	}
+	e, err := fakeengine.New(opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.Close() })
+	e.AddImage("scratch:test", replay.ImageInfo{ID: baseID})
+	return e
+}
+
+func snapshot() *repo.Snapshot {
+	return &repo.Snapshot{
+		FS: fstest.MapFS{
+			"README":                 {Data: []byte("hello\n")},
+			"sub/file.txt":           {Data: []byte("x\n")},
+			".bootstrap/record.json": {Data: []byte("ignored\n")},
+		},
+		Commit:     "0123456789abcdef0123456789abcdef01234567",
+		CommitTime: time.Unix(1700000000, 0),
+	}
+}
+
+func step(run string) contract.Step {
+	return contract.Step{Run: run, Evidence: "README:1", Source: contract.SourceUser, Confidence: 1, Reason: "test"}
+}
+
+func testContract(verify ...string) *contract.Contract {
+	c := &contract.Contract{
+		Version: 1, Platform: "linux/amd64", User: "builder",
+		Base: contract.Image{Image: "scratch:test"},
+		Env:  map[string]string{"FOO": "bar"},
+		Stages: []contract.Stage{
+			{Name: "fetch", Network: true, Steps: []contract.Step{step("true")}},
+			{Name: "verify", Strongest: true},
+		},
+	}
+	for _, v := range verify {
+		c.Stages[1].Steps = append(c.Stages[1].Steps, step(v))
+	}
+	return c
+}
+
+func fixedClock() func() time.Time {
+	t0 := time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC)
+	n := 0
+	return func() time.Time { n++; return t0.Add(time.Duration(n) * time.Millisecond) }
+}
+
+// leaks lists what a run left behind other than the keyed caches, which
+// outlive runs on purpose.
+func leaks(e *fakeengine.Engine) []string {
+	return slices.DeleteFunc(e.Leaks(), func(s string) bool {
+		return strings.HasPrefix(s, "volume bootstrap-home-") || strings.HasPrefix(s, "volume bootstrap-tc-")
+	})
+}
+
+func run(t *testing.T, r *replay.Runner, c *contract.Contract) (*replay.Result, string) {
+	t.Helper()
+	out := t.TempDir()
+	res, err := r.Run(context.Background(), replay.Input{Contract: c, Snapshot: snapshot(), OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, out
+}
+
+func TestPassOrderNetworkEnv(t *testing.T) {
+	e := newEngine(t)
+	secrets := func(n string) (string, bool) { return map[string]string{"TOKEN": "s3cr3t-value"}[n], n == "TOKEN" }
+	c := testContract(`test -f README && echo "token is $TOKEN" && env | sort`)
+	c.Secrets = []string{"TOKEN"}
+	t.Setenv("BOOTSTRAP_HOST_ONLY", "leak")
+	r := replay.New(replay.WithEngine(e), replay.WithClock(fixedClock()), replay.WithSecrets(secrets))
+	res, out := run(t, r, c)
+	if res.Verdict != traces.Pass {
+		t.Fatalf("verdict %s, failure %+v", res.Verdict, res.Failure)
+	}
+	if res.Contract.Base.Digest != baseID {
+		t.Errorf("digest not filled: %q", res.Contract.Base.Digest)
+	}
+	if c.Base.Digest != "" {
+		t.Errorf("input contract was modified")
+	}
+	var ops []string
+	var nets []string
+	var stepEnv []string
+	for _, call := range e.Calls() {
+		ops = append(ops, call.Op)
+		if call.Op == "Start" {
+			nets = append(nets, call.Start.Network)
+			if call.Start.Network == replay.NetworkNone && (call.Start.KeepCapabilities || call.Start.MemoryBytes != replay.DefaultMemory || call.Start.PidsLimit != replay.DefaultPids) {
+				t.Errorf("stage container spec %+v lacks limits or keeps capabilities", call.Start)
+			}
+		}
+		if call.Op == "Exec" && call.Exec.User == "builder" && strings.Contains(strings.Join(call.Exec.Cmd, " "), "env | sort") {
+			stepEnv = call.Exec.Env
+			if call.Exec.WorkDir != "/work/src" || call.Network != replay.NetworkNone {
+				t.Errorf("verify step ran in %q with network %q", call.Exec.WorkDir, call.Network)
+			}
+		}
+	}
+	if want := []string{replay.NetworkHost, replay.NetworkHost, replay.NetworkNone}; !slices.Equal(nets, want) {
+		t.Errorf("networks of setup, fetch, verify = %v, want %v", nets, want)
+	}
+	if ops[0] != "InspectImage" || !slices.Contains(ops, "Commit") || !slices.Contains(ops, "RemoveImage") {
+		t.Errorf("calls %v", ops)
+	}
+	wantEnv := []string{"CI=true", "FOO=bar", "HOME=/home/builder", "LANG=C.UTF-8",
+		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SOURCE_DATE_EPOCH=1700000000", "TZ=UTC", "TOKEN=s3cr3t-value"}
+	if !slices.Equal(stepEnv, wantEnv) {
+		t.Errorf("step env\n got %q\nwant %q", stepEnv, wantEnv)
+	}
+	if l := leaks(e); len(l) != 0 {
+		t.Errorf("left behind: %v", l)
+	}
+	// Secrets are masked everywhere the replay writes.
+	filepath.Walk(out, func(p string, info os.FileInfo, err error) error {
+		if err == nil && !info.IsDir() {
+			b, _ := os.ReadFile(p)
+			if bytes.Contains(b, []byte("s3cr3t-value")) {
+				t.Errorf("%s holds the secret value", p)
+			}
+		}
+		return nil
+	})
+	log, err := os.ReadFile(filepath.Join(out, "logs", "verify-1.log"))
+	if err != nil || !bytes.Contains(log, []byte("token is ***")) || bytes.Contains(log, []byte("BOOTSTRAP_HOST_ONLY")) {
+		t.Errorf("verify log %q (%v): want masked token and no host env", log, err)
+	}
+	events, err := traces.Read(res.TracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if events[0].Type != traces.ReplayStart || events[len(events)-1].Type != traces.ReplayEnd || events[len(events)-1].Verdict != traces.Pass {
+		t.Errorf("trace starts %s, ends %+v", events[0].Type, events[len(events)-1])
+	}
+	if events[0].Inputs["tree"] == "" || events[0].Inputs["key"] == "" {
+		t.Errorf("replay.start lacks input digests: %v", events[0].Inputs)
+	}
+}
+
+func TestFailingStepFailsReplay(t *testing.T) {
+	e := newEngine(t)
+	c := testContract("echo '--- FAIL: TestAdd (0.00s)'; exit 1", "echo never")
+	c.Stages = append(c.Stages, contract.Stage{Name: "after", Steps: []contract.Step{step("true")}})
+	res, out := run(t, replay.New(replay.WithEngine(e), replay.WithClock(fixedClock())), c)
+	if res.Verdict != traces.Fail || res.Failure == nil || res.Failure.Step != "verify/1" || res.Failure.Failure.Class != traces.TestFailure {
+		t.Fatalf("result %+v failure %+v", res, res.Failure)
+	}
+	if got := res.Record.Stages; got[1].Verdict != traces.Fail || got[2].Verdict != replay.NotRun {
+		t.Errorf("stage verdicts %+v", got)
+	}
+	if _, err := os.Stat(filepath.Join(out, "logs", "verify-2.log")); err == nil {
+		t.Errorf("a step after the failing one ran")
+	}
+	if l := leaks(e); len(l) != 0 {
+		t.Errorf("left behind: %v", l)
+	}
+}
+
+func TestTimeout(t *testing.T) {
+	e := newEngine(t)
+	c := testContract("sleep 5")
+	c.Stages[1].Steps[0].Timeout = contract.Duration(200 * time.Millisecond)
+	start := time.Now()
+	res, _ := run(t, replay.New(replay.WithEngine(e)), c)
+	if res.Verdict != traces.Fail || res.Failure.Failure.Class != traces.Timeout {
+		t.Fatalf("verdict %s failure %+v", res.Verdict, res.Failure)
+	}
+	if time.Since(start) > 4*time.Second {
+		t.Errorf("timeout did not stop the step")
+	}
+	if l := leaks(e); len(l) != 0 {
+		t.Errorf("left behind: %v", l)
+	}
+}
+
+func TestCancelCleansUp(t *testing.T) {
+	e := newEngine(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(300*time.Millisecond, cancel)
+	_, err := replay.New(replay.WithEngine(e)).Run(ctx, replay.Input{Contract: testContract("sleep 5"), Snapshot: snapshot(), OutDir: t.TempDir()})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if l := leaks(e); len(l) != 0 {
+		t.Errorf("left behind: %v", l)
+	}
+}
+
+func TestPinnedDigestMismatch(t *testing.T) {
+	e := newEngine(t)
+	c := testContract("true")
+	c.Base.Digest = "sha256:" + strings.Repeat("2", 64)
+	_, err := replay.New(replay.WithEngine(e)).Run(context.Background(), replay.Input{Contract: c, Snapshot: snapshot(), OutDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), baseID) || !strings.Contains(err.Error(), c.Base.Digest) {
+		t.Fatalf("err = %v, want both digests named", err)
+	}
+}
+
+func TestRecordDeterministicAndCached(t *testing.T) {
+	cache := t.TempDir()
+	c := testContract("test -f README")
+	c.Base.Digest = baseID
+	var records [][]byte
+	for i := 0; i < 2; i++ {
+		e := newEngine(t)
+		res, out := run(t, replay.New(replay.WithEngine(e), replay.WithClock(fixedClock()), replay.WithNoCache(), replay.WithCacheDir(cache)), c)
+		if res.Verdict != traces.Pass || res.Cached {
+			t.Fatalf("run %d: verdict %s cached %v", i, res.Verdict, res.Cached)
+		}
+		b, err := os.ReadFile(filepath.Join(out, replay.RecordFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		records = append(records, withoutRun(t, b))
+		if _, err := os.Stat(filepath.Join(out, replay.ProvenanceFile)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !bytes.Equal(records[0], records[1]) {
+		t.Errorf("records differ outside run:\n%s\n%s", records[0], records[1])
+	}
+	// A cache hit answers without an engine call.
+	e := newEngine(t)
+	res, out := run(t, replay.New(replay.WithEngine(e), replay.WithCacheDir(cache)), c)
+	if !res.Cached || res.Verdict != traces.Pass || len(e.Calls()) != 0 {
+		t.Fatalf("cached %v verdict %s calls %d", res.Cached, res.Verdict, len(e.Calls()))
+	}
+	b, _ := os.ReadFile(filepath.Join(out, replay.RecordFile))
+	if !bytes.Equal(withoutRun(t, b), records[0]) {
+		t.Errorf("cached record differs")
+	}
+	events, err := traces.Read(res.TracePath)
+	if err != nil || !strings.Contains(events[0].Message, "cache") {
+		t.Errorf("trace does not say the verdict was cached: %+v %v", events, err)
+	}
+}
+
+// withoutRun drops the run object, the only part allowed to differ.
+func withoutRun(t *testing.T, b []byte) []byte {
+	t.Helper()
+	i := bytes.Index(b, []byte(`  "run": {`))
+	j := bytes.Index(b[i:], []byte("\n  }"))
+	if i < 0 || j < 0 {
+		t.Fatalf("record has no run object:\n%s", b)
+	}
+	return append(append([]byte{}, b[:i]...), b[i+j+4:]...)
+}

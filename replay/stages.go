@@ -1,0 +1,371 @@
+package replay
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+// capture keeps a step's stdout, stderr and their interleaving.
+type capture struct {
+	mu            sync.Mutex
+	all, out, err bytes.Buffer
+}
+
+type captureWriter struct {
+	c   *capture
+	buf *bytes.Buffer
+}
+
+func (w captureWriter) Write(p []byte) (int, error) {
+	w.c.mu.Lock()
+	defer w.c.mu.Unlock()
+	w.c.all.Write(p)
+	return w.buf.Write(p)
+}
+
+func (c *capture) stdout() io.Writer { return captureWriter{c, &c.out} }
+func (c *capture) stderr() io.Writer { return captureWriter{c, &c.err} }
+
+func (x *run) stageStart(name string, network bool) {
+	x.progressf(x.start, "stage %s", name)
+	_ = x.emit(traces.Event{Type: traces.StageStart, Stage: name, Network: &network})
+}
+
+func (x *run) stageEnd(name string, ok bool, start time.Time) {
+	d := x.now().Sub(start)
+	x.durations[name] = d.Milliseconds()
+	_ = x.emit(traces.Event{Type: traces.StageEnd, Stage: name, Verdict: verdict(ok), DurationMS: d.Milliseconds()})
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return traces.Pass
+	}
+	return traces.Fail
+}
+
+// stepEnd masks secrets, keeps the full log, classifies a failure and
+// traces the end of step n; it reports whether the step passed.
+func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut bool, cp *capture, start time.Time) bool {
+	d := x.now().Sub(start)
+	x.durations[ref] = d.Milliseconds()
+	all := []byte(x.masker.Replace(cp.all.String()))
+	e := traces.Event{Type: traces.StepEnd, Stage: stage, Step: ref, DurationMS: d.Milliseconds(),
+		StdoutTail: traces.Tail([]byte(x.masker.Replace(cp.out.String()))),
+		StderrTail: traces.Tail([]byte(x.masker.Replace(cp.err.String())))}
+	code := res.ExitCode
+	e.ExitCode = &code
+	rel, digest, err := x.tw.WriteLog(stage, n, all)
+	if err == nil {
+		e.LogPath, e.LogDigest = rel, digest
+	}
+	f := traces.Classify(res.ExitCode, timedOut, res.OOMKilled, all)
+	e.Failure = f
+	e.Verdict = verdict(f == nil)
+	_ = x.emit(e)
+	x.progressf(x.start, "step %s %s (%s)", ref, e.Verdict, d.Round(time.Millisecond))
+	if f != nil && x.failure == nil {
+		x.failure = &StepFailure{Step: ref, Failure: f, LogPath: rel}
+	}
+	if stage != prepareStage && x.contract.Stages[x.strongestIndex()].Name == stage {
+		x.strongest = append(x.strongest, all)
+	}
+	return f == nil
+}
+
+func (x *run) strongestIndex() int { return x.contract.Strongest() }
+
+// env is exactly what a step sees: the documented defaults, toolchain
+// variables, the contract's env, and the declared secrets found.
+func (x *run) env() []string {
+	m := map[string]string{
+		"HOME":              x.home(),
+		"LANG":              "C.UTF-8",
+		"TZ":                "UTC",
+		"CI":                "true",
+		"SOURCE_DATE_EPOCH": strconv.FormatInt(max(x.in.Snapshot.CommitTime.Unix(), 0), 10),
+	}
+	var dirs []string
+	for _, a := range x.artifacts {
+		root := toolRoot + "/" + a.Toolchain.Name
+		for _, d := range a.PathDirs {
+			dirs = append(dirs, path.Join(root, d))
+		}
+		for k, v := range a.Env {
+			m[k] = strings.ReplaceAll(v, "$ROOT", root)
+		}
+	}
+	m["PATH"] = strings.Join(append(dirs, stdPath), ":")
+	if x.inputs.ca != nil {
+		for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "PIP_CERT"} {
+			m[k] = caFile
+		}
+	}
+	for k, v := range x.contract.Env {
+		m[k] = v
+	}
+	env := make([]string, 0, len(m)+len(x.secretEnv))
+	for _, k := range slices.Sorted(mapsKeys(m)) {
+		env = append(env, k+"="+m[k])
+	}
+	return append(env, x.secretEnv...)
+}
+
+// stagesRun runs the contract's stages in order until one fails.
+func (x *run) stagesRun(ctx context.Context) error {
+	env := x.env()
+	failed := false
+	for _, s := range x.contract.Stages {
+		rec := StageRecord{Name: s.Name, Network: s.Network, Steps: len(s.Steps), Verdict: NotRun}
+		if failed {
+			x.stages = append(x.stages, rec)
+			continue
+		}
+		ok, err := x.stage(ctx, s, env)
+		if err != nil {
+			return err
+		}
+		rec.Verdict = verdict(ok)
+		x.stages = append(x.stages, rec)
+		failed = !ok
+	}
+	return nil
+}
+
+func (x *run) stage(ctx context.Context, s contract.Stage, env []string) (bool, error) {
+	network := NetworkNone
+	if s.Network {
+		network = NetworkHost
+	}
+	x.stageStart(s.Name, s.Network)
+	start := x.now()
+	c, err := x.engine.Start(ctx, ContainerSpec{Image: x.runImage, Network: network, Mounts: x.mounts, Labels: x.labels(), MemoryBytes: x.memory, PidsLimit: x.pids})
+	if err != nil {
+		return false, fmt.Errorf("starting stage %s: %w", s.Name, err)
+	}
+	x.containers = append(x.containers, c)
+	_ = x.writeLease()
+	ok := true
+	for i, st := range s.Steps {
+		ref := contract.StepRef(s.Name, i)
+		cwd := srcDir
+		if st.Cwd != "" {
+			cwd = path.Join(srcDir, st.Cwd)
+		}
+		_ = x.emit(traces.Event{Type: traces.StepStart, Stage: s.Name, Step: ref, Command: st.Run, Cwd: st.Cwd})
+		timeout := time.Duration(st.Timeout)
+		if timeout == 0 {
+			timeout = DefaultStepTimeout
+		}
+		sctx, cancel := context.WithTimeout(ctx, timeout)
+		var cp capture
+		stepStart := x.now()
+		res, err := c.Exec(sctx, ExecSpec{Cmd: append(slices.Clone(x.shell), st.Run), Env: env, User: x.contract.User, WorkDir: cwd, Stdout: cp.stdout(), Stderr: cp.stderr()})
+		timedOut := errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+		cancel()
+		if err != nil && !timedOut {
+			x.stageEnd(s.Name, false, start)
+			return false, fmt.Errorf("step %s: %w", ref, err)
+		}
+		if timedOut {
+			res.ExitCode = -1
+		}
+		if !x.stepEnd(s.Name, i+1, ref, res, timedOut, &cp, stepStart) {
+			ok = false
+			break
+		}
+	}
+	x.stageEnd(s.Name, ok, start)
+	if !x.keep {
+		if err := c.Remove(context.WithoutCancel(ctx)); err != nil {
+			return false, fmt.Errorf("removing stage %s container: %w", s.Name, err)
+		}
+		x.containers = slices.DeleteFunc(x.containers, func(k Container) bool { return k == c })
+	}
+	return ok, nil
+}
+
+// finish writes the record, the provenance statement and the cache entry.
+func (x *run) finish() (*Result, error) {
+	ok := x.failure == nil && len(x.stages) == len(x.contract.Stages)
+	res := &Result{Verdict: verdict(ok), Contract: x.contract, TracePath: x.tw.Path(), Failure: x.failure}
+	d, err := digests(x.contract, x.in.Snapshot, traces.Digest(x.inputs.tree), x.inputs.caDigest)
+	if err != nil {
+		return nil, err
+	}
+	rec := &Record{
+		Schema: RecordSchema, Verdict: res.Verdict, ContractDigest: d["contract"], Inputs: d,
+		Commit: x.in.Snapshot.Commit, Worktree: x.in.Snapshot.Worktree,
+		BaseImage:      BaseImage{Image: x.contract.Base.Image, Digest: x.contract.Base.Digest, ID: x.image.ID},
+		SystemPackages: x.packages, Verifier: VerifierVersion, Stages: x.stages,
+		Tests: countTests(x.strongest),
+		Run: RunMetadata{InvocationID: x.id, StartedOn: stamp(x.start), FinishedOn: stamp(x.now()), Host: x.host,
+			DurationsMS: x.durations, DependencyCache: x.homeReuse},
+	}
+	if len(x.contract.Toolchains) > 0 {
+		rec.Toolchains = map[string]string{}
+		for _, t := range x.contract.Toolchains {
+			rec.Toolchains[t.Name] = t.Hash
+		}
+	}
+	if f := x.failure; f != nil {
+		rec.Failure = &FailureNote{Step: f.Step, Class: string(f.Failure.Class), Subject: f.Failure.Subject}
+	}
+	res.Record = rec
+	data, err := Canonical(rec)
+	if err != nil {
+		return nil, err
+	}
+	if err := x.writeOutputs(x.in.OutDir, res, data, x.id, x.start); err != nil {
+		return nil, err
+	}
+	if err := x.storeVerdict(rec, data); err != nil {
+		return nil, err
+	}
+	msg := ""
+	if x.failure != nil {
+		msg = "step " + x.failure.Step + " failed: " + string(x.failure.Failure.Class)
+	}
+	_ = x.emit(traces.Event{Type: traces.ReplayEnd, Verdict: res.Verdict, DurationMS: x.now().Sub(x.start).Milliseconds(), Message: msg})
+	x.progressf(x.start, "replay %s", res.Verdict)
+	return res, nil
+}
+
+// cleanup removes what the run created, even after cancellation; with
+// WithKeep it only says what was kept and how to enter it.
+func (x *run) cleanup(ctx context.Context) *Kept {
+	if x.keep {
+		k := &Kept{Volumes: x.volumes}
+		for _, c := range x.containers {
+			k.Containers = append(k.Containers, c.ID())
+		}
+		if x.runImage != x.image.ID {
+			k.Image = x.runImage
+		}
+		if n := len(k.Containers); n > 0 {
+			k.Enter = "docker exec -it " + k.Containers[n-1] + " bash"
+		}
+		_ = x.emit(traces.Event{Type: traces.ReplayEnd, Message: "kept for debugging: " + k.Enter})
+		x.dropLease()
+		return k
+	}
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+	defer cancel()
+	var errs []error
+	for _, c := range x.containers {
+		errs = append(errs, c.Remove(cctx))
+	}
+	if x.runImage != "" && x.runImage != x.image.ID {
+		errs = append(errs, x.engine.RemoveImage(cctx, x.runImage))
+	}
+	for _, v := range x.volumes {
+		errs = append(errs, x.engine.RemoveVolume(cctx, v))
+	}
+	if err := errors.Join(errs...); err != nil {
+		// Keep the lease so the next run retries the removal.
+		_ = x.emit(traces.Event{Type: traces.ReplayEnd, Message: "cleanup incomplete: " + err.Error()})
+		return nil
+	}
+	x.dropLease()
+	return nil
+}
+
+// lease records what a run in progress owns, so a later run can remove the
+// leftovers of one that was killed before its cleanup.
+type lease struct {
+	PID     int      `json:"pid"`
+	Run     string   `json:"run"`
+	Image   string   `json:"image,omitempty"`
+	Volumes []string `json:"volumes,omitempty"`
+}
+
+func (x *run) leasePath(id string) string {
+	return filepath.Join(x.cacheDir, "runs", id+".json")
+}
+
+func (x *run) writeLease() error {
+	if x.cacheDir == "" || x.keep {
+		return nil
+	}
+	l := lease{PID: os.Getpid(), Run: x.id, Volumes: x.volumes}
+	if x.runImage != x.image.ID {
+		l.Image = x.runImage
+	}
+	b, err := json.Marshal(l)
+	if err != nil {
+		return fmt.Errorf("writing run lease: %w", err)
+	}
+	return contract.WriteFileAtomic(x.leasePath(x.id), b)
+}
+
+func (x *run) dropLease() {
+	if x.cacheDir != "" {
+		_ = os.Remove(x.leasePath(x.id))
+	}
+}
+
+// reapLeftovers removes containers, images and volumes of earlier runs
+// whose process is gone.
+func (x *run) reapLeftovers(ctx context.Context) {
+	if x.cacheDir == "" {
+		return
+	}
+	files, _ := filepath.Glob(filepath.Join(x.cacheDir, "runs", "*.json"))
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		var l lease
+		if err != nil || json.Unmarshal(b, &l) != nil || l.Run == "" || alive(l.PID) {
+			continue
+		}
+		var errs []error
+		ids, err := x.engine.List(ctx, map[string]string{LabelRun: l.Run})
+		errs = append(errs, err)
+		for _, id := range ids {
+			errs = append(errs, x.engine.RemoveContainer(ctx, id))
+		}
+		if l.Image != "" {
+			errs = append(errs, x.engine.RemoveImage(ctx, l.Image))
+		}
+		for _, v := range l.Volumes {
+			errs = append(errs, x.engine.RemoveVolume(ctx, v))
+		}
+		if errors.Join(errs...) == nil {
+			_ = os.Remove(f)
+		}
+	}
+}
+
+func alive(pid int) bool {
+	if pid <= 0 {
+		return false
+	}
+	err := syscall.Kill(pid, 0)
+	return err == nil || errors.Is(err, syscall.EPERM)
+}
+
+// singleFileTar packs one file for CopyIn.
+func singleFileTar(name string, data []byte) io.Reader {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(data)), Typeflag: tar.TypeReg, ModTime: time.Unix(0, 0)})
+	_, _ = tw.Write(data)
+	_ = tw.Close()
+	return &b
+}
