@@ -1,0 +1,306 @@
+package plan
+
+import (
+	"regexp"
+	"strings"
+)
+
+// The stages a rule-planned contract has, in order.
+const (
+	stageFetch  = "fetch"
+	stageBuild  = "build"
+	stageVerify = "verify"
+)
+
+var stageOrder = []string{stageFetch, stageBuild, stageVerify}
+
+// classify puts a command in a stage: fetch for dependency downloads (the
+// only stage with the network on), verify for tests and checks, build for
+// the rest.
+func classify(run string) string {
+	w := words(run)
+	if len(w) == 0 {
+		return stageBuild
+	}
+	tool, args := strings.TrimPrefix(w[0], "./"), w[1:]
+	arg := func(i int) string {
+		if i < len(args) {
+			return args[i]
+		}
+		return ""
+	}
+	sub := arg(0)
+	if tool == "npm" || tool == "yarn" || tool == "pnpm" || tool == "bun" {
+		if sub == "run" || sub == "run-script" {
+			sub = arg(1)
+		}
+		switch {
+		case tool == "yarn" && (sub == "" || strings.HasPrefix(sub, "-")):
+			return stageFetch
+		case sub == "ci" || sub == "install" || sub == "i" || sub == "add":
+			return stageFetch
+		case sub == "t" || isTestName(sub):
+			return stageVerify
+		case sub == "lint" || strings.HasPrefix(sub, "lint:") || sub == "check" || sub == "typecheck":
+			return stageVerify
+		}
+		return stageBuild
+	}
+	if tool == "python" || tool == "python3" || strings.HasSuffix(tool, "bin/python") || strings.HasSuffix(tool, "bin/python3") {
+		if sub == "-m" {
+			tool, args, sub = arg(1), args[min(2, len(args)):], ""
+			if len(args) > 0 {
+				sub = args[0]
+			}
+		}
+	}
+	tool = tool[strings.LastIndexByte(tool, '/')+1:]
+	switch tool {
+	case "go":
+		switch {
+		case sub == "mod" && (arg(1) == "download" || arg(1) == "vendor"), sub == "get":
+			return stageFetch
+		case sub == "install" && strings.Contains(run, "@"):
+			return stageFetch
+		case sub == "test" || sub == "vet":
+			return stageVerify
+		}
+	case "pip", "pip3":
+		if sub == "install" {
+			return stageFetch
+		}
+	case "venv", "virtualenv":
+		return stageFetch
+	case "poetry", "pipenv":
+		if sub == "install" {
+			return stageFetch
+		}
+		if sub == "run" && len(args) > 1 && isTestTool(args[1]) {
+			return stageVerify
+		}
+	case "uv":
+		if sub == "sync" || (sub == "pip" && arg(1) == "install") {
+			return stageFetch
+		}
+		if sub == "run" && len(args) > 1 && isTestTool(args[1]) {
+			return stageVerify
+		}
+	case "pytest", "tox", "nox", "unittest", "ctest", "jest", "vitest", "mocha", "rspec":
+		return stageVerify
+	case "cargo":
+		switch sub {
+		case "fetch":
+			return stageFetch
+		case "test", "nextest", "clippy":
+			return stageVerify
+		}
+	case "make", "gmake":
+		for _, a := range args {
+			if !strings.HasPrefix(a, "-") && isTestName(a) {
+				return stageVerify
+			}
+		}
+	case "meson":
+		if sub == "test" {
+			return stageVerify
+		}
+	case "mvn", "mvnw":
+		for _, a := range args {
+			if strings.HasPrefix(a, "dependency:") {
+				return stageFetch
+			}
+			if a == "test" || a == "verify" || a == "install" {
+				return stageVerify
+			}
+		}
+	case "gradle", "gradlew":
+		for _, a := range args {
+			if a == "dependencies" {
+				return stageFetch
+			}
+			if a == "test" || a == "check" || a == "build" {
+				return stageVerify
+			}
+		}
+	case "bundle":
+		if sub == "install" {
+			return stageFetch
+		}
+		if sub == "exec" && len(args) > 1 && (isTestTool(args[1]) || args[1] == "rake") {
+			return stageVerify
+		}
+	case "rake":
+		if sub == "" || isTestName(sub) {
+			return stageVerify
+		}
+	}
+	return stageBuild
+}
+
+func isTestName(s string) bool {
+	return s == "test" || s == "tests" || s == "check" || strings.HasPrefix(s, "test:") || strings.HasPrefix(s, "test-") || strings.HasPrefix(s, "test_") || s == "unit" || s == "coverage" || s == "cover"
+}
+
+func isTestTool(s string) bool {
+	switch s {
+	case "pytest", "tox", "nox", "rspec", "jest", "vitest", "mocha":
+		return true
+	}
+	return false
+}
+
+// linters are tools whose CI install and run steps are left out: a lint
+// failure is not a setup failure, and most of them fetch at run time.
+var linters = map[string]bool{
+	"golangci-lint": true, "staticcheck": true, "golint": true, "revive": true, "gosec": true,
+	"govulncheck": true, "errcheck": true, "gofumpt": true, "goimports": true, "misspell": true,
+	"ineffassign": true, "shellcheck": true, "hadolint": true, "actionlint": true, "markdownlint": true,
+}
+
+var (
+	githubVar   = regexp.MustCompile(`\$\{?GITHUB_[A-Z_]+|\$\{?RUNNER_[A-Z_]+`)
+	aptInstall  = regexp.MustCompile(`^(?:sudo\s+)?(?:DEBIAN_FRONTEND=\S+\s+)?apt(?:-get)?\s+(?:-\S+\s+)*install\s+(.*)$`)
+	releaseTool = map[string]bool{"goreleaser": true, "twine": true, "gh": true, "semantic-release": true, "changeset": true, "lerna": true, "vsce": true}
+	coverageUp  = regexp.MustCompile(`codecov|coveralls|goveralls`)
+)
+
+// hostedOnly says why a CI command only makes sense on a hosted runner, or
+// "" when it belongs in the contract. apt installs are handled before this.
+func hostedOnly(run string) string {
+	w := words(run)
+	if len(w) == 0 {
+		return "empty command"
+	}
+	tool := w[0][strings.LastIndexByte(w[0], '/')+1:]
+	sub := ""
+	if len(w) > 1 {
+		sub = w[1]
+	}
+	switch {
+	case githubVar.MatchString(run):
+		return "uses GitHub runner variables (GITHUB_*/RUNNER_*) that exist only on a hosted runner"
+	case strings.HasPrefix(strings.TrimSpace(run), "sudo "):
+		return "needs root; steps run unprivileged and system packages are declared instead"
+	case tool == "apt-get" || tool == "apt" || tool == "brew" || tool == "choco" || tool == "winget":
+		return "host package manager; system packages are declared in the contract instead"
+	case linters[tool]:
+		return "linter run; linters are not part of the setup contract"
+	case tool == "go" && sub == "install" && isLinterInstall(w):
+		return "installs a linter; linters are not part of the setup contract"
+	case tool == "docker" || tool == "docker-compose" || tool == "podman":
+		return "needs a container engine (login, build, push); the replay container has none"
+	case releaseTool[tool]:
+		return "release/publish tooling that needs credentials and the network"
+	case (tool == "npm" || tool == "yarn" || tool == "pnpm" || tool == "cargo" || tool == "poetry") && sub == "publish":
+		return "publishes a release"
+	case coverageUp.MatchString(run):
+		return "uploads coverage to a hosted service"
+	case (tool == "curl" || tool == "wget") && !strings.Contains(run, "localhost") && !strings.Contains(run, "127.0.0.1"):
+		return "downloads from the internet outside the fetch rules; toolchains come from the contract"
+	case tool == "echo" || tool == "printf" || tool == "set" || tool == "export" || tool == "ls" || tool == "pwd":
+		return "prints or sets shell state only"
+	case tool == "git" && (sub == "config" || sub == "fetch" || sub == "push" || sub == "tag" || sub == "checkout" || sub == "clone"):
+		return "git housekeeping for the runner's checkout"
+	}
+	return ""
+}
+
+func isLinterInstall(w []string) bool {
+	for _, a := range w[2:] {
+		name := a
+		if i := strings.IndexByte(name, '@'); i >= 0 {
+			name = name[:i]
+		}
+		name = name[strings.LastIndexByte(name, '/')+1:]
+		if linters[name] || name == "golangci-lint" {
+			return true
+		}
+		if strings.Contains(a, "honnef.co/go/tools") || strings.Contains(a, "golangci") {
+			return true
+		}
+	}
+	return false
+}
+
+// aptPackages returns the packages an "apt-get install" line asks for.
+func aptPackages(run string) ([]string, bool) {
+	m := aptInstall.FindStringSubmatch(strings.TrimSpace(run))
+	if m == nil {
+		return nil, false
+	}
+	var pkgs []string
+	for _, f := range strings.Fields(m[1]) {
+		if !strings.HasPrefix(f, "-") && !strings.ContainsAny(f, "$`") {
+			pkgs = append(pkgs, f)
+		}
+	}
+	return pkgs, true
+}
+
+// docTools are the programs a README command may start with to be taken
+// as a way to fetch, build or test this repository.
+var docTools = map[string]bool{
+	"go": true, "npm": true, "npx": true, "yarn": true, "pnpm": true, "bun": true, "make": true,
+	"gmake": true, "cargo": true, "pip": true, "pip3": true, "python": true, "python3": true,
+	"pytest": true, "tox": true, "nox": true, "poetry": true, "uv": true, "pipenv": true, "cmake": true,
+	"ctest": true, "meson": true, "ninja": true, "mvn": true, "mvnw": true, "gradle": true,
+	"gradlew": true, "configure": true, "bundle": true, "rake": true, "task": true, "mage": true,
+	"autoreconf": true,
+}
+
+// docReject says why a documented command is not a setup step, or "".
+func docReject(run string) string {
+	w := words(run)
+	if len(w) == 0 {
+		return "empty command"
+	}
+	tool := strings.TrimPrefix(w[0], "./")
+	tool = tool[strings.LastIndexByte(tool, '/')+1:]
+	sub := ""
+	if len(w) > 1 {
+		sub = w[1]
+	}
+	switch {
+	case !docTools[tool]:
+		return "not a fetch, build or test command of a known build tool"
+	case tool == "go" && sub == "install" && strings.Contains(run, "@"):
+		return "installs the published program for users, not this checkout"
+	case tool == "go" && sub == "run":
+		return "runs the program rather than building or testing it"
+	case (tool == "npm" || tool == "yarn" || tool == "pnpm" || tool == "bun") && (sub == "start" || (sub == "run" && len(w) > 2 && (w[2] == "dev" || w[2] == "start" || w[2] == "serve")) || sub == "dev"):
+		return "starts a long-running server"
+	case (tool == "npm" || tool == "pnpm" || tool == "bun") && (sub == "install" || sub == "i" || sub == "add") && hasPositional(w[2:]):
+		return "installs a published package, not this repository's dependencies"
+	case tool == "yarn" && sub == "add":
+		return "installs a published package, not this repository's dependencies"
+	case (tool == "pip" || tool == "pip3") && sub == "install" && installsPublished(w[2:]):
+		return "installs a published package, not this repository's dependencies"
+	}
+	return hostedOnly(run)
+}
+
+func hasPositional(args []string) bool {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") {
+			return true
+		}
+	}
+	return false
+}
+
+// installsPublished reports a pip install of a package name rather than of
+// a path or requirements file.
+func installsPublished(args []string) bool {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-r" || a == "-e" || a == "-c" || a == "--requirement" || a == "--editable" || a == "--constraint":
+			i++
+		case strings.HasPrefix(a, "-"):
+		case a == "." || strings.HasPrefix(a, ".") || strings.Contains(a, "/") || strings.HasPrefix(a, ".["):
+		default:
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,271 @@
+package plan
+
+import (
+	"path"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/discover"
+)
+
+// npmPlaceholder is the test script "npm init" writes, which always fails.
+var npmPlaceholder = regexp.MustCompile(`no test specified`)
+
+// ccRecipe spots a Makefile that compiles C or C++.
+var ccRecipe = regexp.MustCompile(`\$\(CC\)|\$\(CXX\)|\bg?cc\b|\bg\+\+|\bclang\b`)
+
+// addDefaults adds each project's ecosystem commands. They only survive for a
+// stage that neither CI nor the documentation covers.
+func (p *run) addDefaults() {
+	for _, pr := range p.projs {
+		cwd := pr.root
+		if cwd == "." {
+			cwd = ""
+		}
+		d := defaulter{run: p, root: pr.root, cwd: cwd}
+		n := len(p.cands)
+		if pr.ecosystems["go"] {
+			d.golang()
+		}
+		if pr.ecosystems["node"] {
+			d.node()
+		}
+		if pr.ecosystems["python"] {
+			d.python()
+		}
+		if pr.ecosystems["rust"] {
+			d.rust()
+		}
+		if pr.ecosystems["java"] {
+			d.java()
+		}
+		if pr.ecosystems["c"] {
+			d.c()
+		}
+		if len(p.cands) == n {
+			d.make()
+		}
+		if len(p.cands) == n {
+			for _, eco := range slices.Sorted(mapKeys(pr.ecosystems)) {
+				p.out.Skipped = append(p.out.Skipped, Decision{Topic: "project", Choice: pr.root + " (" + eco + ")",
+					Reason: "no rule planner defaults for this ecosystem yet; only CI and documented commands apply"})
+			}
+		}
+	}
+}
+
+func mapKeys(m map[string]bool) func(func(string) bool) {
+	return func(yield func(string) bool) {
+		for k := range m {
+			if !yield(k) {
+				return
+			}
+		}
+	}
+}
+
+type defaulter struct {
+	*run
+	root, cwd string
+}
+
+// in returns the first evidence of a kind inside this project's directory.
+func (d defaulter) in(kind discover.Kind) *discover.Evidence {
+	for _, e := range d.each(kind) {
+		if path.Dir(e.Path) == d.root {
+			return &e
+		}
+	}
+	return nil
+}
+
+func (d defaulter) step(run, stage string, ev discover.Evidence, source contract.Source, reason string) {
+	conf := 0.6
+	if source == contract.SourceManifest {
+		conf = 0.8
+	}
+	d.add(run, d.cwd, stage, ev, ev.Line, source, conf, reason, tierDefault)
+}
+
+func (d defaulter) golang() {
+	ev := d.in(discover.KindGoMod)
+	if ev == nil {
+		return
+	}
+	d.step("go mod download", stageFetch, *ev, contract.SourceDefault, "Go default: download the modules go.mod requires while the network is on")
+	d.step("go build ./...", stageBuild, *ev, contract.SourceDefault, "Go default: compile every package of the module")
+	d.step("go test ./...", stageVerify, *ev, contract.SourceDefault, "Go default: run every package's tests")
+}
+
+func (d defaulter) node() {
+	pkg := d.in(discover.KindPackageJSON)
+	if pkg == nil {
+		return
+	}
+	m := d.nodePMs[d.root]
+	scripts := map[string]discover.Evidence{}
+	for _, e := range d.each(discover.KindPackageScript) {
+		if path.Dir(e.Path) == d.root {
+			scripts[e.Facts["name"]] = e
+		}
+	}
+	var install, runner string
+	switch {
+	case m.name == "pnpm":
+		install, runner = "pnpm install --frozen-lockfile", "pnpm"
+	case m.name == "yarn" && m.berry:
+		install, runner = "yarn install --immutable", "yarn"
+	case m.name == "yarn":
+		install, runner = "yarn install --frozen-lockfile", "yarn"
+	case m.name == "bun":
+		install, runner = "bun install --frozen-lockfile", "bun"
+	case m.lock:
+		install, runner = "npm ci", "npm"
+	default:
+		install, runner = "npm install", "npm"
+	}
+	why := "install exactly what the lockfile pins"
+	if !m.lock {
+		why = "no lockfile, so npm resolves the dependencies"
+	}
+	src := *pkg
+	if m.ev != nil {
+		src = *m.ev
+	}
+	d.step(install, stageFetch, src, contract.SourceDefault, m.label()+" default: "+why)
+	if s, ok := scripts["build"]; ok {
+		d.step(runner+" run build", stageBuild, s, contract.SourceManifest, "package.json has a build script")
+	}
+	if s, ok := scripts["test"]; ok {
+		if npmPlaceholder.MatchString(s.Facts["command"]) {
+			d.skip("node script", s.Facts["command"], s, "the placeholder test script npm init writes; it always fails")
+		} else {
+			d.step(runner+" test", stageVerify, s, contract.SourceManifest, "package.json has a test script")
+		}
+	}
+}
+
+func (d defaulter) python() {
+	py := d.in(discover.KindPyProject)
+	reqs := []discover.Evidence{}
+	for _, e := range d.each(discover.KindPyRequirements) {
+		if path.Dir(e.Path) == d.root {
+			reqs = append(reqs, e)
+		}
+	}
+	if py == nil && len(reqs) == 0 {
+		return
+	}
+	anchor := reqs
+	if py != nil {
+		anchor = append([]discover.Evidence{*py}, reqs...)
+	}
+	d.addPackages([]string{"python3", "python3-pip", "python3-venv"}, anchor[0], "Python comes from Debian in this version of the planner")
+	// Debian's Python refuses system-wide pip installs (PEP 668), so the
+	// project gets its own virtual environment.
+	d.step("python3 -m venv .venv", stageFetch, anchor[0], contract.SourceDefault, "Python default: a virtual environment for the project's dependencies")
+	for _, r := range reqs {
+		name := path.Base(r.Path)
+		if name == "requirements.txt" || strings.Contains(name, "dev") || strings.Contains(name, "test") {
+			d.step(".venv/bin/pip install -r "+name, stageFetch, r, contract.SourceDefault, "Python default: install the pinned requirements")
+		}
+	}
+	if py != nil {
+		d.step(".venv/bin/pip install -e .", stageFetch, *py, contract.SourceDefault, "Python default: install the project and its dependencies, editable")
+	}
+	d.step(".venv/bin/python -m pytest", stageVerify, anchor[0], contract.SourceDefault, "Python default: run the test suite with pytest")
+}
+
+func (d defaulter) rust() {
+	ev := d.in(discover.KindCargo)
+	if ev == nil {
+		return
+	}
+	d.addPackages([]string{"cargo"}, *ev, "Rust comes from Debian in this version of the planner")
+	d.decide("network", "crates.io", ev, "crates.io is not reachable from this machine; cargo fetch will fail here though the plan is right")
+	d.step("cargo fetch", stageFetch, *ev, contract.SourceDefault, "Rust default: download the crates Cargo.lock pins")
+	d.step("cargo build --offline", stageBuild, *ev, contract.SourceDefault, "Rust default: build from the fetched crates")
+	d.step("cargo test --offline", stageVerify, *ev, contract.SourceDefault, "Rust default: run the test suite")
+}
+
+func (d defaulter) java() {
+	if ev := d.in(discover.KindMaven); ev != nil {
+		d.addPackages([]string{"default-jdk-headless", "maven"}, *ev, "Maven builds need a JDK and Maven")
+		d.step("mvn -B dependency:go-offline", stageFetch, *ev, contract.SourceDefault, "Maven default: download plugins and dependencies")
+		d.step("mvn -B -o package -DskipTests", stageBuild, *ev, contract.SourceDefault, "Maven default: compile and package offline")
+		d.step("mvn -B -o test", stageVerify, *ev, contract.SourceDefault, "Maven default: run the tests offline")
+		return
+	}
+	ev := d.in(discover.KindGradle)
+	if ev == nil {
+		return
+	}
+	g := "gradle"
+	if ev.Facts["wrapper"] == "true" {
+		g = "./gradlew"
+		d.addPackages([]string{"default-jdk-headless"}, *ev, "the Gradle wrapper needs a JDK")
+	} else {
+		d.addPackages([]string{"default-jdk-headless", "gradle"}, *ev, "Gradle builds need a JDK and Gradle")
+	}
+	d.step(g+" --no-daemon dependencies", stageFetch, *ev, contract.SourceDefault, "Gradle default: resolve dependencies")
+	d.step(g+" --no-daemon --offline assemble", stageBuild, *ev, contract.SourceDefault, "Gradle default: build offline")
+	d.step(g+" --no-daemon --offline test", stageVerify, *ev, contract.SourceDefault, "Gradle default: run the tests offline")
+}
+
+func (d defaulter) c() {
+	switch {
+	case d.in(discover.KindCMake) != nil:
+		ev := *d.in(discover.KindCMake)
+		d.addPackages([]string{"build-essential", "cmake"}, ev, "CMakeLists.txt needs a C toolchain and CMake")
+		d.step("cmake -S . -B build", stageBuild, ev, contract.SourceDefault, "CMake default: configure into build/")
+		d.step("cmake --build build", stageBuild, ev, contract.SourceDefault, "CMake default: compile")
+		d.step("ctest --test-dir build", stageVerify, ev, contract.SourceDefault, "CMake default: run the registered tests")
+	case d.in(discover.KindMeson) != nil:
+		ev := *d.in(discover.KindMeson)
+		d.addPackages([]string{"build-essential", "meson", "ninja-build"}, ev, "meson.build needs a C toolchain, Meson and Ninja")
+		d.step("meson setup build", stageBuild, ev, contract.SourceDefault, "Meson default: configure into build/")
+		d.step("meson compile -C build", stageBuild, ev, contract.SourceDefault, "Meson default: compile")
+		d.step("meson test -C build", stageVerify, ev, contract.SourceDefault, "Meson default: run the tests")
+	case d.in(discover.KindConfigure) != nil:
+		ev := *d.in(discover.KindConfigure)
+		d.addPackages([]string{"build-essential"}, ev, "a configure script needs a C toolchain")
+		if ev.Facts["file"] == "configure.ac" || path.Base(ev.Path) == "configure.ac" {
+			d.addPackages([]string{"autoconf", "automake", "libtool"}, ev, "only configure.ac is committed, so configure must be generated")
+			d.step("autoreconf -fi", stageBuild, ev, contract.SourceDefault, "Autotools default: generate configure")
+		}
+		d.step("./configure", stageBuild, ev, contract.SourceDefault, "Autotools default: configure")
+		d.step("make", stageBuild, ev, contract.SourceDefault, "Autotools default: compile")
+		d.step("make check", stageVerify, ev, contract.SourceDefault, "Autotools default: run the tests")
+	}
+}
+
+// make plans a project whose only build description is a Makefile.
+func (d defaulter) make() {
+	targets := map[string]discover.Evidence{}
+	var first *discover.Evidence
+	for _, e := range d.each(discover.KindMakeTarget) {
+		if path.Dir(e.Path) != d.root {
+			continue
+		}
+		e := e
+		if first == nil {
+			first = &e
+		}
+		targets[e.Facts["target"]] = e
+		if ccRecipe.MatchString(e.Facts["recipe"]) {
+			d.addPackages([]string{"build-essential"}, e, "the Makefile compiles C")
+		}
+	}
+	if first == nil {
+		return
+	}
+	d.step("make", stageBuild, *first, contract.SourceManifest, "the Makefile's default target builds the project")
+	for _, t := range []string{"test", "check"} {
+		if e, ok := targets[t]; ok {
+			d.step("make "+t, stageVerify, e, contract.SourceManifest, "the Makefile has a "+t+" target")
+			return
+		}
+	}
+}

@@ -1,0 +1,448 @@
+package plan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/discover"
+)
+
+// Planner drafts a contract from discovered evidence.
+type Planner interface {
+	Plan(ctx context.Context, r *discover.Result) (*contract.Contract, error)
+}
+
+// Decision is one choice the planner made, or one piece of evidence it left
+// out, with the evidence and the reason, so a person can check it.
+type Decision struct {
+	// Topic names what was decided: "toolchain go", "step", "matrix", "env", ...
+	Topic    string `json:"topic"`
+	Choice   string `json:"choice"`
+	Evidence string `json:"evidence,omitempty"`
+	Reason   string `json:"reason"`
+}
+
+func (d Decision) String() string {
+	s := d.Topic + ": " + d.Choice
+	if d.Evidence != "" {
+		s += " (" + d.Evidence + ")"
+	}
+	return s + ": " + d.Reason
+}
+
+// Result is a planned contract with the decisions behind it and the
+// evidence it did not use.
+type Result struct {
+	Contract  *contract.Contract
+	Decisions []Decision
+	Skipped   []Decision
+}
+
+// Rules is the deterministic, offline rule planner.
+type Rules struct {
+	base     string
+	user     string
+	versions Versions
+	defaults map[string]string
+}
+
+var _ Planner = (*Rules)(nil)
+
+// Option configures Rules.
+type Option func(*Rules)
+
+// WithBase sets the base image reference (its digest is pinned at replay).
+func WithBase(image string) Option { return func(r *Rules) { r.base = image } }
+
+// WithUser sets the account steps run as.
+func WithUser(user string) Option { return func(r *Rules) { r.user = user } }
+
+// WithVersions replaces the embedded version table.
+func WithVersions(v Versions) Option { return func(r *Rules) { r.versions = v } }
+
+// WithDefaultVersion sets the version spec used when a repository names
+// none, for tool go, node, yarn (classic), yarn-berry, pnpm or bun.
+func WithDefaultVersion(tool, spec string) Option {
+	return func(r *Rules) { r.defaults[tool] = spec }
+}
+
+// Defaults of NewRules.
+const (
+	DefaultBase = "bootstrap/base:bookworm"
+	DefaultUser = "builder"
+	platform    = "linux/amd64"
+)
+
+// NewRules returns a rule planner with the embedded version table.
+func NewRules(opts ...Option) *Rules {
+	r := &Rules{
+		base:     DefaultBase,
+		user:     DefaultUser,
+		versions: EmbeddedTable(),
+		defaults: map[string]string{
+			"go": "stable", "node": "lts/*", "yarn": "1.22.22", "yarn-berry": "4.9.4",
+			"pnpm": "9.15.9", "bun": "1.1.38",
+		},
+	}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// Plan drafts a contract; Explain gives the same contract with its reasons.
+func (r *Rules) Plan(ctx context.Context, res *discover.Result) (*contract.Contract, error) {
+	out, err := r.Explain(ctx, res)
+	if err != nil {
+		return nil, err
+	}
+	return out.Contract, nil
+}
+
+// Explain drafts a contract and returns every decision behind it.
+func (r *Rules) Explain(ctx context.Context, res *discover.Result) (*Result, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if res == nil {
+		return nil, errors.New("planning: no discovery result")
+	}
+	p := &run{
+		Rules: r, res: res, out: &Result{},
+		used: map[string]bool{}, pkgs: map[string]bool{}, env: map[string]string{},
+		secrets: map[string]bool{}, envFrom: map[string]string{},
+	}
+	p.c = &contract.Contract{
+		Version: contract.Version, Platform: platform,
+		Base: contract.Image{Image: r.base}, User: r.user,
+	}
+	p.projects()
+	p.ci()
+	p.docs()
+	if err := p.toolchains(); err != nil {
+		return nil, err
+	}
+	p.addDefaults()
+	if err := p.stages(); err != nil {
+		return nil, err
+	}
+	p.finish()
+	if err := contract.Validate(p.c); err != nil {
+		return nil, fmt.Errorf("planning: drafted contract is invalid: %w", err)
+	}
+	return p.out, nil
+}
+
+// Tiers of command sources: a lower tier wins a (project, stage) outright.
+const (
+	tierCI = iota
+	tierDoc
+	tierDefault
+)
+
+type candidate struct {
+	step    contract.Step
+	stage   string
+	project string
+	tier    int
+}
+
+type project struct {
+	root       string
+	ecosystems map[string]bool
+}
+
+// run is the state of one planning pass.
+type run struct {
+	*Rules
+	res      *discover.Result
+	out      *Result
+	c        *contract.Contract
+	projs    []project
+	cands    []candidate
+	used     map[string]bool
+	pkgs     map[string]bool
+	env      map[string]string
+	envFrom  map[string]string // env name → evidence, for conflict reports
+	secrets  map[string]bool
+	ciSetup  map[string]setupSpec
+	nodePMs  map[string]pm // project root → package manager
+	keptJobs map[string]bool
+}
+
+type setupSpec struct {
+	spec string
+	ev   discover.Evidence
+}
+
+func (p *run) decide(topic, choice string, ev *discover.Evidence, reason string) {
+	d := Decision{Topic: topic, Choice: choice, Reason: reason}
+	if ev != nil {
+		d.Evidence = ev.Ref()
+		p.use(*ev)
+	}
+	p.out.Decisions = append(p.out.Decisions, d)
+}
+
+func (p *run) skip(topic, choice string, ev discover.Evidence, reason string) {
+	p.out.Skipped = append(p.out.Skipped, Decision{Topic: topic, Choice: choice, Evidence: ev.Ref(), Reason: reason})
+}
+
+func (p *run) use(ev discover.Evidence) { p.used[ev.Path] = true }
+
+func (p *run) each(kind discover.Kind) []discover.Evidence {
+	var out []discover.Evidence
+	for _, e := range p.res.Evidence {
+		if e.Kind == kind {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// projects lists the repository's projects, root first. A root with only a
+// Makefile is a project too: make is then its build tool.
+func (p *run) projects() {
+	for _, pr := range p.res.Projects {
+		eco := map[string]bool{}
+		for _, e := range pr.Ecosystems {
+			eco[e] = true
+		}
+		p.projs = append(p.projs, project{root: pr.Root, ecosystems: eco})
+	}
+	hasRoot := slices.ContainsFunc(p.projs, func(pr project) bool { return pr.root == "." })
+	if !hasRoot {
+		for _, e := range p.each(discover.KindMakeTarget) {
+			if path.Dir(e.Path) == "." {
+				p.projs = append(p.projs, project{root: ".", ecosystems: map[string]bool{"make": true}})
+				break
+			}
+		}
+	}
+	slices.SortFunc(p.projs, func(a, b project) int {
+		if a.root == b.root {
+			return 0
+		}
+		if a.root == "." {
+			return -1
+		}
+		if b.root == "." {
+			return 1
+		}
+		return strings.Compare(a.root, b.root)
+	})
+}
+
+// projectOf is the nearest project root enclosing a cwd ("" is the root).
+func (p *run) projectOf(cwd string) string {
+	best := "."
+	for _, pr := range p.projs {
+		if pr.root != "." && (cwd == pr.root || strings.HasPrefix(cwd, pr.root+"/")) && len(pr.root) > len(best) {
+			best = pr.root
+		}
+	}
+	return best
+}
+
+func (p *run) hasEcosystem(eco string) bool {
+	return slices.ContainsFunc(p.projs, func(pr project) bool { return pr.ecosystems[eco] })
+}
+
+func (p *run) add(run, cwd, stage string, ev discover.Evidence, line int, source contract.Source, conf float64, reason string, tier int) {
+	ref := ev.Path
+	if line > 0 {
+		ref = fmt.Sprintf("%s:%d", ev.Path, line)
+	}
+	p.cands = append(p.cands, candidate{
+		step:    contract.Step{Run: run, Cwd: cwd, Evidence: ref, Source: source, Confidence: conf, Reason: reason},
+		stage:   stage,
+		project: p.projectOf(cwd),
+		tier:    tier,
+	})
+	p.use(ev)
+}
+
+// docs takes commands from README, AGENTS and CONTRIBUTING shell blocks.
+// A bare "cd DIR" moves the commands after it in the same section.
+func (p *run) docs() {
+	cwd, section := "", ""
+	for _, e := range p.each(discover.KindDocCommand) {
+		if s := e.Path + "\x00" + e.Facts["heading"]; s != section {
+			section, cwd = s, ""
+		}
+		for _, c := range splitScript(e.Facts["command"], cwd, e.Line) {
+			cwd = c.cwd
+			if why := docReject(c.run); why != "" {
+				p.skip("doc command", c.run, e, why)
+				continue
+			}
+			if pk, ok := aptPackages(c.run); ok {
+				p.addPackages(pk, e, "the documentation installs them with apt")
+				continue
+			}
+			stage := classify(c.run)
+			reason := fmt.Sprintf("%s documents it under %q", docName(e), e.Facts["heading"])
+			p.add(c.run, c.cwd, stage, e, c.line, contract.SourceReadme, 0.7, reason, tierDoc)
+		}
+	}
+}
+
+func docName(e discover.Evidence) string {
+	if d := e.Facts["doc"]; d != "" {
+		return d
+	}
+	return e.Path
+}
+
+func (p *run) addPackages(pkgs []string, ev discover.Evidence, reason string) {
+	for _, pk := range pkgs {
+		if !p.pkgs[pk] {
+			p.pkgs[pk] = true
+			p.decide("system package", pk, &ev, reason)
+		}
+	}
+}
+
+// stages merges the candidates: within one project and stage, the lowest
+// tier present wins and the others are reported as skipped.
+func (p *run) stages() error {
+	best := map[string]int{}
+	key := func(c candidate) string { return c.project + "\x00" + c.stage }
+	for _, c := range p.cands {
+		if t, ok := best[key(c)]; !ok || c.tier < t {
+			best[key(c)] = c.tier
+		}
+	}
+	rank := map[string]int{}
+	for i, pr := range p.projs {
+		rank[pr.root] = i
+	}
+	byStage := map[string][]candidate{}
+	for _, c := range p.cands {
+		if c.tier != best[key(c)] {
+			p.out.Skipped = append(p.out.Skipped, Decision{
+				Topic: "step", Choice: c.step.Run, Evidence: c.step.Evidence,
+				Reason: overruled(c, p.winners(c, best[key(c)])),
+			})
+			continue
+		}
+		byStage[c.stage] = append(byStage[c.stage], c)
+	}
+	for _, name := range stageOrder {
+		cs := byStage[name]
+		// Projects in order (root first), each keeping its evidence order.
+		slices.SortStableFunc(cs, func(a, b candidate) int { return rank[a.project] - rank[b.project] })
+		st := contract.Stage{Name: name, Network: name == stageFetch}
+		seen := map[string]bool{}
+		for _, c := range cs {
+			k := c.step.Cwd + "\x00" + c.step.Run
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+			st.Steps = append(st.Steps, c.step)
+		}
+		if len(st.Steps) > 0 {
+			p.c.Stages = append(p.c.Stages, st)
+		}
+	}
+	if len(p.c.Stages) == 0 {
+		return errors.New("planning: no project or command found to fetch, build or test")
+	}
+	if i := slices.IndexFunc(p.c.Stages, func(s contract.Stage) bool { return s.Name == stageVerify }); i >= 0 {
+		p.c.Stages[i].Strongest = true
+		p.out.Decisions = append(p.out.Decisions, Decision{Topic: "strongest", Choice: stageVerify,
+			Reason: "the verify stage runs the test suite the way the project runs it"})
+		return nil
+	}
+	i := slices.IndexFunc(p.c.Stages, func(s contract.Stage) bool { return s.Name == stageBuild })
+	if i < 0 {
+		return errors.New("planning: found only dependency downloads, nothing that builds or tests")
+	}
+	p.c.Stages[i].Strongest = true
+	p.out.Decisions = append(p.out.Decisions, Decision{Topic: "strongest", Choice: stageBuild,
+		Reason: "the repository has no tests, so a clean build is the strongest verification available"})
+	return nil
+}
+
+func (p *run) winners(c candidate, tier int) []candidate {
+	var w []candidate
+	for _, o := range p.cands {
+		if o.project == c.project && o.stage == c.stage && o.tier == tier {
+			w = append(w, o)
+		}
+	}
+	return w
+}
+
+func overruled(c candidate, winners []candidate) string {
+	var runs []string
+	agrees := false
+	for _, w := range winners {
+		runs = append(runs, fmt.Sprintf("`%s` (%s)", w.step.Run, w.step.Evidence))
+		agrees = agrees || w.step.Run == c.step.Run
+	}
+	what := map[int]string{tierCI: "CI", tierDoc: "the documentation"}[winners[0].tier]
+	if agrees {
+		return fmt.Sprintf("%s already runs it for %s", what, c.stage)
+	}
+	if c.tier == tierDoc && winners[0].tier == tierCI {
+		return fmt.Sprintf("contradicts CI, and CI wins: for the %s stage CI runs %s", c.stage, strings.Join(runs, ", "))
+	}
+	return fmt.Sprintf("%s gives the %s commands: %s", what, c.stage, strings.Join(runs, ", "))
+}
+
+// finish fills env, secrets, system packages and inputs in canonical order.
+func (p *run) finish() {
+	for _, st := range p.c.Stages {
+		for _, s := range st.Steps {
+			w := words(s.Run)
+			if len(w) == 0 {
+				continue
+			}
+			switch tool := w[0]; tool {
+			case "make", "cmake", "meson", "ninja":
+				pk := map[string]string{"make": "make", "cmake": "cmake", "meson": "meson", "ninja": "ninja-build"}[tool]
+				if !p.pkgs[pk] {
+					p.pkgs[pk] = true
+					p.out.Decisions = append(p.out.Decisions, Decision{Topic: "system package", Choice: pk,
+						Evidence: s.Evidence, Reason: "a step runs " + tool + ", which the base image lacks"})
+				}
+			}
+		}
+	}
+	for pk := range p.pkgs {
+		p.c.SystemPackages = append(p.c.SystemPackages, pk)
+	}
+	slices.Sort(p.c.SystemPackages)
+	if len(p.env) > 0 {
+		p.c.Env = p.env
+	}
+	for s := range p.secrets {
+		delete(p.c.Env, s)
+		p.c.Secrets = append(p.c.Secrets, s)
+	}
+	slices.Sort(p.c.Secrets)
+	for f := range p.used {
+		sum := p.res.Files[f]
+		if sum == "" {
+			for _, e := range p.res.Evidence {
+				if e.Path == f && e.SHA256 != "" {
+					sum = e.SHA256
+					break
+				}
+			}
+		}
+		if sum != "" {
+			if p.c.Inputs == nil {
+				p.c.Inputs = map[string]string{}
+			}
+			p.c.Inputs[f] = sum
+		}
+	}
+}

