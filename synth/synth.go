@@ -218,6 +218,10 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 	}
 }
 
+// reviserTries is how many proposals the reviser gets per failure before the
+// loop gives up on it.
+const reviserTries = 3
+
 // repair asks the rules, then the reviser, for the first acceptable delta.
 func (l *Loop) repair(ctx context.Context, cur *contract.Contract, sit *Situation, n int, tried map[string]bool, out *Outcome) (*contract.Contract, bool) {
 	for _, r := range Rules {
@@ -231,7 +235,7 @@ func (l *Loop) repair(ctx context.Context, cur *contract.Contract, sit *Situatio
 	if l.reviser == nil {
 		return nil, false
 	}
-	for range 2 {
+	for range reviserTries {
 		if out.Tokens >= l.budget.Tokens {
 			l.say("token budget (%d) spent", l.budget.Tokens)
 			return nil, false
