@@ -30,18 +30,23 @@ func setupHook(ctx context.Context, c *fakeengine.Container, spec replay.ExecSpe
 	return replay.ExecResult{}, nil, false
 }
 
-func newEngine(t *testing.T, opts ...fakeengine.Option) *fakeengine.Engine {
+func newEngine(t *testing.T) *fakeengine.Engine {
 	t.Helper()
-	if len(opts) == 0 {
-		opts = []fakeengine.Option{fakeengine.WithExecHook(setupHook)}
-	}
-	e, err := fakeengine.New(opts...)
+	e, err := newBenchEngine()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.Close() })
-	e.AddImage("scratch:test", replay.ImageInfo{ID: baseID})
 	return e
+}
+
+func newBenchEngine() (*fakeengine.Engine, error) {
+	e, err := fakeengine.New(fakeengine.WithExecHook(setupHook))
+	if err != nil {
+		return nil, err
+	}
+	e.AddImage("scratch:test", replay.ImageInfo{ID: baseID})
+	return e, nil
 }
 
 func snapshot() *repo.Snapshot {

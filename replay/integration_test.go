@@ -1,0 +1,127 @@
+package replay_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/replay/docker"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+const scratchBase = "bootstrap-dev/scratch-base:bookworm"
+
+// realEngine connects to the Docker engine, skipping when none answers
+// unless BOOTSTRAP_REQUIRE_DOCKER=1 (as in CI) makes that a failure.
+func realEngine(t *testing.T) *docker.Engine {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real-engine test")
+	}
+	e, err := docker.New()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = e.Ping(ctx)
+		cancel()
+	}
+	if err == nil {
+		_, err = e.InspectImage(context.Background(), scratchBase)
+	}
+	if err != nil {
+		if os.Getenv("BOOTSTRAP_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("docker engine required: %v", err)
+		}
+		t.Skipf("no docker engine with %s: %v", scratchBase, err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// runReal replays the given verify steps against the scratch base image and
+// checks that nothing of the run is left on the engine.
+func runReal(t *testing.T, ctx context.Context, verify ...string) (*replay.Result, error) {
+	t.Helper()
+	e := realEngine(t)
+	c := testContract(verify...)
+	c.Base.Image = scratchBase
+	cache := t.TempDir()
+	res, err := replay.New(replay.WithEngine(e), replay.WithCacheDir(cache), replay.WithNoCache()).
+		Run(ctx, replay.Input{Contract: c, Snapshot: snapshot(), OutDir: t.TempDir()})
+	ids, lerr := e.List(context.Background(), map[string]string{replay.LabelRole: "replay"})
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	for _, id := range ids {
+		t.Errorf("container %s left behind", id)
+		_ = e.RemoveContainer(context.Background(), id)
+	}
+	return res, err
+}
+
+func TestRealPass(t *testing.T) {
+	res, err := runReal(t, context.Background(), "echo hi", "test -f /work/src/README", `test "$(id -u)" = 1000`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != traces.Pass {
+		t.Fatalf("verdict %s: %+v", res.Verdict, res.Failure)
+	}
+}
+
+func TestRealNetworkOff(t *testing.T) {
+	res, err := runReal(t, context.Background(), "git ls-remote https://github.com/git/git HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != traces.Fail || res.Failure.Failure.Class != traces.NetworkNeeded {
+		t.Fatalf("verdict %s failure %+v", res.Verdict, res.Failure)
+	}
+}
+
+func TestRealTimeout(t *testing.T) {
+	e := realEngine(t)
+	c := testContract("sleep 30")
+	c.Base.Image = scratchBase
+	c.Stages[1].Steps[0].Timeout = 2e9
+	res, err := replay.New(replay.WithEngine(e), replay.WithNoCache()).Run(context.Background(), replay.Input{Contract: c, Snapshot: snapshot(), OutDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != traces.Fail || res.Failure.Failure.Class != traces.Timeout {
+		t.Fatalf("verdict %s failure %+v", res.Verdict, res.Failure)
+	}
+}
+
+func TestRealMissingCommand(t *testing.T) {
+	res, err := runReal(t, context.Background(), "curl --version")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != traces.Fail || res.Failure.Failure.Class != traces.MissingCommand || res.Failure.Failure.Subject != "curl" {
+		t.Fatalf("verdict %s failure %+v", res.Verdict, res.Failure)
+	}
+}
+
+func TestRealHostEnvInvisible(t *testing.T) {
+	t.Setenv("BOOTSTRAP_HOST_ONLY", "leak")
+	res, err := runReal(t, context.Background(), `test -z "${BOOTSTRAP_HOST_ONLY:-}"`, `test "$FOO" = bar`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != traces.Pass {
+		t.Fatalf("verdict %s failure %+v", res.Verdict, res.Failure)
+	}
+}
+
+func TestRealCancel(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(8*time.Second, cancel)
+	_, err := runReal(t, ctx, "sleep 60")
+	if !errors.Is(err, context.Canceled) && (err == nil || !strings.Contains(err.Error(), "context canceled")) {
+		t.Fatalf("err = %v, want cancellation", err)
+	}
+}
