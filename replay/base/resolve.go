@@ -1,0 +1,143 @@
+package base
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/bootstrap-dev/bootstrap/replay"
+)
+
+// Mirror returns the Debian archive URL the apt sources under root use for
+// suite: deb822 files in etc/apt/sources.list.d/*.sources first, then the
+// one-line etc/apt/sources.list. It never guesses a host.
+func Mirror(root, suite string) (string, error) {
+	files, _ := filepath.Glob(filepath.Join(root, "etc/apt/sources.list.d/*.sources"))
+	slices.Sort(files)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			return "", fmt.Errorf("reading apt sources %s: %w", f, err)
+		}
+		for _, stanza := range strings.Split(string(data), "\n\n") {
+			fields := deb822(stanza)
+			if !slices.Contains(fields["types"], "deb") || !slices.Contains(fields["suites"], suite) {
+				continue
+			}
+			if strings.EqualFold(first(fields["enabled"]), "no") {
+				continue
+			}
+			if u := first(fields["uris"]); u != "" {
+				return u, nil
+			}
+		}
+	}
+	list := filepath.Join(root, "etc/apt/sources.list")
+	if f, err := os.Open(list); err == nil {
+		defer f.Close()
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			w := strings.Fields(sc.Text())
+			if len(w) == 0 || w[0] != "deb" {
+				continue
+			}
+			w = w[1:]
+			if len(w) > 0 && strings.HasPrefix(w[0], "[") {
+				// Skip an options block: "[arch=amd64 signed-by=...]".
+				for len(w) > 0 && !strings.HasSuffix(w[0], "]") {
+					w = w[1:]
+				}
+				if len(w) > 0 {
+					w = w[1:]
+				}
+			}
+			if len(w) >= 2 && w[1] == suite {
+				return w[0], nil
+			}
+		}
+	}
+	return "", fmt.Errorf("no apt source for Debian %q in %s or %s; pass the mirror explicitly", suite,
+		filepath.Join(root, "etc/apt/sources.list.d/*.sources"), list)
+}
+
+// deb822 parses one stanza into lower-cased field names and their
+// whitespace-separated values, ignoring comments.
+func deb822(stanza string) map[string][]string {
+	out := map[string][]string{}
+	var last string
+	for _, line := range strings.Split(stanza, "\n") {
+		if strings.HasPrefix(line, "#") || strings.TrimSpace(line) == "" {
+			continue
+		}
+		if (line[0] == ' ' || line[0] == '\t') && last != "" {
+			out[last] = append(out[last], strings.Fields(line)...)
+			continue
+		}
+		k, v, ok := strings.Cut(line, ":")
+		if !ok {
+			continue
+		}
+		last = strings.ToLower(strings.TrimSpace(k))
+		out[last] = strings.Fields(v)
+	}
+	return out
+}
+
+func first(s []string) string {
+	if len(s) == 0 {
+		return ""
+	}
+	return s[0]
+}
+
+// Resolve makes sure the image ref is present in engine and, when digest is
+// set, that it is that image: its ID or one of its registry digests must
+// equal digest. An absent image is pulled (by ref@digest when pinned). A
+// present image that does not match is an error naming both digests; it is
+// never silently replaced.
+func Resolve(ctx context.Context, engine replay.Engine, ref, digest string) (replay.ImageInfo, error) {
+	info, err := engine.InspectImage(ctx, ref)
+	if errors.Is(err, replay.ErrNotFound) {
+		pull := ref
+		if digest != "" && !strings.Contains(ref, "@") {
+			pull = ref + "@" + digest
+		}
+		if perr := engine.PullImage(ctx, pull); perr != nil {
+			return replay.ImageInfo{}, fmt.Errorf("resolving base image %q: not present locally, and pulling %q failed (build it offline with `bootstrap image build-base`): %w", ref, pull, perr)
+		}
+		info, err = engine.InspectImage(ctx, pull)
+	}
+	if err != nil {
+		return replay.ImageInfo{}, fmt.Errorf("resolving base image %q: %w", ref, err)
+	}
+	if digest != "" && !Matches(info, digest) {
+		return replay.ImageInfo{}, fmt.Errorf("resolving base image %q: it is %s, but the contract pins %s", ref, describe(info), digest)
+	}
+	return info, nil
+}
+
+// Matches reports whether digest names the image: its ID, or the digest
+// part of one of its registry digests.
+func Matches(info replay.ImageInfo, digest string) bool {
+	if info.ID == digest {
+		return true
+	}
+	for _, rd := range info.RepoDigests {
+		if _, d, ok := strings.Cut(rd, "@"); ok && d == digest {
+			return true
+		}
+	}
+	return false
+}
+
+func describe(info replay.ImageInfo) string {
+	if len(info.RepoDigests) == 0 {
+		return info.ID
+	}
+	return info.ID + " (" + strings.Join(info.RepoDigests, ", ") + ")"
+}
