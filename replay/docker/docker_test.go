@@ -2,11 +2,13 @@ package docker_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"testing"
 	"time"
 
 	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/replay/base"
 	"github.com/bootstrap-dev/bootstrap/replay/docker"
 	"github.com/bootstrap-dev/bootstrap/replay/replaytest"
 )
@@ -36,8 +38,13 @@ func testImage(t *testing.T, e *docker.Engine) string {
 	if ref == "" {
 		ref = defaultTestImage
 	}
-	if _, err := e.InspectImage(t.Context(), ref); err != nil {
-		t.Fatalf("test image: %v (build it with `bootstrap image build-base --tag %s`, or name another with BOOTSTRAP_TEST_IMAGE)", err, ref)
+	_, err := e.InspectImage(t.Context(), ref)
+	if errors.Is(err, replay.ErrNotFound) {
+		t.Logf("test image %s is absent; building it with debootstrap", ref)
+		_, err = base.Build(t.Context(), e, base.Options{Ref: ref})
+	}
+	if err != nil {
+		t.Fatalf("test image %s: %v (or name another with BOOTSTRAP_TEST_IMAGE)", ref, err)
 	}
 	return ref
 }
