@@ -41,9 +41,11 @@ type Engine interface {
 // Container is a running container.
 type Container interface {
 	ID() string
-	// Exec runs one command and waits for it. When ctx ends first the process
-	// is killed and the returned error wraps ctx.Err(); a non-zero exit is
-	// not an error, it is reported in ExecResult.
+	// Exec runs one command and waits for it. When ctx ends first the
+	// whole container is killed (an exec cannot be killed alone in Docker
+	// API 1.41), so the container can only be removed afterwards, and the
+	// returned error wraps ctx.Err(); a non-zero exit is not an error, it is
+	// reported in ExecResult. The process sees exactly spec.Env.
 	Exec(ctx context.Context, spec ExecSpec) (ExecResult, error)
 	// CopyIn extracts a tar stream into dir inside the container.
 	CopyIn(ctx context.Context, dir string, tar io.Reader) error
