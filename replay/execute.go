@@ -13,6 +13,7 @@ import (
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/repo"
+	"github.com/bootstrap-dev/bootstrap/results"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
 
@@ -61,7 +62,8 @@ type run struct {
 	stages    []StageRecord
 	durations map[string]int64
 	failure   *StepFailure
-	strongest [][]byte
+	counts    TestCounts
+	tests     []results.Test
 	masker    *strings.Replacer
 	secretEnv []string
 }

@@ -2,11 +2,13 @@ package replay
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,9 +36,11 @@ type Record struct {
 	Verifier       string            `json:"verifier"`
 	Stages         []StageRecord     `json:"stages"`
 	// Tests are the counts read from the strongest stage's output.
-	Tests   TestCounts   `json:"tests"`
-	Failure *FailureNote `json:"failure,omitempty"`
-	Run     RunMetadata  `json:"run"`
+	Tests TestCounts `json:"tests"`
+	// TestResults is the per-test baseline of the strongest stage.
+	TestResults []TestOutcome `json:"test_results,omitempty"`
+	Failure     *FailureNote  `json:"failure,omitempty"`
+	Run         RunMetadata   `json:"run"`
 }
 
 // BaseImage identifies the image every replay container starts from.
@@ -86,18 +90,39 @@ type RunMetadata struct {
 	DependencyCache string `json:"dependency_cache,omitempty"`
 }
 
-func countTests(logs [][]byte) TestCounts {
-	var c TestCounts
-	for _, l := range logs {
-		rep := results.Parse(l)
-		if c.Format == "" {
-			c.Format = rep.Format
-		}
-		c.Passed += rep.Passed
-		c.Failed += rep.Failed
-		c.Skipped += rep.Skipped
+func (c TestCounts) add(rep results.Report) TestCounts {
+	if c.Format == "" {
+		c.Format = rep.Format
 	}
+	c.Passed += rep.Passed
+	c.Failed += rep.Failed
+	c.Skipped += rep.Skipped
 	return c
+}
+
+// TestOutcome is one test of the strongest verification as the record keeps
+// it: pass, fail, skip, or the quarantine reason (flaky, needs-network)
+// when a quarantined test failed.
+type TestOutcome struct {
+	Package string `json:"package,omitempty"`
+	Name    string `json:"name"`
+	Status  string `json:"status"`
+}
+
+// outcomes is the per-test baseline, sorted so the record is canonical.
+func outcomes(tests []results.Test, q []contract.Quarantined) []TestOutcome {
+	out := make([]TestOutcome, 0, len(tests))
+	for _, t := range tests {
+		st := string(t.Status)
+		if why := quarantined(q, t); why != "" && t.Status == results.Failed {
+			st = why
+		}
+		out = append(out, TestOutcome{Package: t.Package, Name: t.Name, Status: st})
+	}
+	slices.SortFunc(out, func(a, b TestOutcome) int {
+		return cmp.Or(strings.Compare(a.Package, b.Package), strings.Compare(a.Name, b.Name), strings.Compare(a.Status, b.Status))
+	})
+	return slices.Compact(out)
 }
 
 // Canonical re-encodes v with sorted keys, two-space indent and a trailing

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/repo"
+	"github.com/bootstrap-dev/bootstrap/results"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
 
@@ -122,6 +123,9 @@ type Result struct {
 	RecordPath     string
 	ProvenancePath string
 	TracePath      string
+	// Tests are the strongest stage's tests as the runner reported them,
+	// with the output of failed ones.
+	Tests []results.Test
 	// Failure is the first failing step's, nil on a pass.
 	Failure *StepFailure
 	// Kept lists what WithKeep left behind and how to enter it.

@@ -1,0 +1,57 @@
+package replay_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+// goTestOutput prints what `go test -v` prints for one passing and one
+// failing test, and fails like it.
+const goTestOutput = `cat <<'OUT'
+=== RUN   TestLocal
+--- PASS: TestLocal (0.00s)
+=== RUN   TestRemote
+    remote_test.go:12: Get "https://schemas.example.org": dial tcp: lookup schemas.example.org: no such host
+--- FAIL: TestRemote (0.01s)
+FAIL
+FAIL	example.com/a	0.012s
+OUT
+exit 1`
+
+func TestQuarantinedFailuresAreExcused(t *testing.T) {
+	e := newEngine(t)
+	c := testContract(goTestOutput)
+	c.Quarantine = []contract.Quarantined{{Test: "TestRemote", Package: "example.com/a", Why: contract.WhyNeedsNetwork, Evidence: "attempt 1, step verify/1: dial tcp: lookup schemas.example.org: no such host"}}
+	res, _ := run(t, replay.New(replay.WithEngine(e), replay.WithClock(fixedClock())), c)
+	if res.Verdict != traces.Pass {
+		t.Fatalf("verdict %s, failure %+v", res.Verdict, res.Failure)
+	}
+	want := []replay.TestOutcome{{Package: "example.com/a", Name: "TestLocal", Status: "pass"}, {Package: "example.com/a", Name: "TestRemote", Status: contract.WhyNeedsNetwork}}
+	if !slices.Equal(res.Record.TestResults, want) {
+		t.Fatalf("test results %+v, want %+v", res.Record.TestResults, want)
+	}
+}
+
+func TestUnquarantinedFailureStillFails(t *testing.T) {
+	e := newEngine(t)
+	c := testContract(goTestOutput)
+	c.Quarantine = []contract.Quarantined{{Test: "TestOther", Why: contract.WhyFlaky, Evidence: "attempt 1 failed, attempt 2 passed"}}
+	res, _ := run(t, replay.New(replay.WithEngine(e), replay.WithClock(fixedClock())), c)
+	if res.Verdict != traces.Fail || len(res.Tests) != 2 {
+		t.Fatalf("verdict %s, tests %+v", res.Verdict, res.Tests)
+	}
+}
+
+func TestUnnamedFailureIsNeverExcused(t *testing.T) {
+	e := newEngine(t)
+	c := testContract("echo 'something broke'; exit 1")
+	c.Quarantine = []contract.Quarantined{{Test: "TestRemote", Why: contract.WhyFlaky, Evidence: "attempt 1 failed, attempt 2 passed"}}
+	res, _ := run(t, replay.New(replay.WithEngine(e), replay.WithClock(fixedClock())), c)
+	if res.Verdict != traces.Fail {
+		t.Fatalf("verdict %s", res.Verdict)
+	}
+}
