@@ -49,7 +49,7 @@ func parseJest(lines []string) (Report, bool) {
 	var (
 		file    string
 		stack   []frame
-		details bool          // inside the "●" failure details of a file
+		details bool           // inside the "●" failure details of a file
 		byName  map[string]int // index in r.Tests of this file's tests
 		cur     = -1
 		out     []string

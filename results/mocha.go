@@ -27,7 +27,7 @@ func parseMocha(lines []string) (Report, bool) {
 	summary := map[string]int{}
 	seen := false
 	failures := map[string]int{} // failure number → index in r.Tests
-	after := false                // past a summary: failure details follow
+	after := false               // past a summary: failure details follow
 	cur := -1
 	var out []string
 	flush := func() {

@@ -26,8 +26,8 @@ func parseTAP(lines []string) (Report, bool) {
 	var stack []frame
 	summary := map[string]int{}
 	seen := false
-	last := -1         // index in r.Tests of the last result, for its YAML block
-	yamlIndent := -1   // indentation of the open "---" block, -1 when none
+	last := -1       // index in r.Tests of the last result, for its YAML block
+	yamlIndent := -1 // indentation of the open "---" block, -1 when none
 	var yaml []string
 	closeYAML := func() {
 		if last >= 0 {
