@@ -17,7 +17,7 @@ import (
 const defaultTestImage = "bootstrap-dev/scratch-base:bookworm"
 
 // engine returns a real engine, skipping (or failing, in CI) when none answers.
-func engine(t *testing.T) *docker.Engine {
+func engine(t testing.TB) *docker.Engine {
 	t.Helper()
 	e, err := docker.New()
 	if err != nil {
@@ -32,7 +32,7 @@ func engine(t *testing.T) *docker.Engine {
 	return e
 }
 
-func testImage(t *testing.T, e *docker.Engine) string {
+func testImage(t testing.TB, e *docker.Engine) string {
 	t.Helper()
 	ref := os.Getenv("BOOTSTRAP_TEST_IMAGE")
 	if ref == "" {
