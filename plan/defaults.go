@@ -50,7 +50,7 @@ func (p *run) addDefaults() {
 		if len(p.cands) == n {
 			for _, eco := range slices.Sorted(mapKeys(pr.ecosystems)) {
 				p.out.Skipped = append(p.out.Skipped, Decision{Topic: "project", Choice: pr.root + " (" + eco + ")",
-					Reason: "no rule planner defaults for this ecosystem yet; only CI and documented commands apply"})
+					Reason: "no default commands: its manifest is unreadable or the ecosystem has no rule defaults yet; only CI and documented commands apply"})
 			}
 		}
 	}

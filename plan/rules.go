@@ -121,6 +121,9 @@ func (r *Rules) Explain(ctx context.Context, res *discover.Result) (*Result, err
 		Version: contract.Version, Platform: platform,
 		Base: contract.Image{Image: r.base}, User: r.user,
 	}
+	for _, e := range res.Errors {
+		p.out.Skipped = append(p.out.Skipped, Decision{Topic: "unreadable", Choice: e.Path, Evidence: e.Error(), Reason: "discovery could not parse it, so nothing in it was planned"})
+	}
 	p.projects()
 	p.ci()
 	p.docs()

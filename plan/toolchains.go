@@ -14,12 +14,13 @@ import (
 // the checks in each is the documented precedence.
 func (p *run) toolchains() error {
 	p.nodePMs = map[string]pm{}
-	if p.hasEcosystem("go") {
+	// A project whose manifest failed to parse gets no toolchain: no step uses it.
+	if p.hasEcosystem("go") && len(p.each(discover.KindGoMod))+len(p.each(discover.KindGoWork)) > 0 {
 		if err := p.goToolchain(); err != nil {
 			return err
 		}
 	}
-	if p.hasEcosystem("node") {
+	if p.hasEcosystem("node") && len(p.each(discover.KindPackageJSON)) > 0 {
 		if err := p.nodeToolchain(); err != nil {
 			return err
 		}

@@ -1,0 +1,84 @@
+package plan
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+func TestSplitScript(t *testing.T) {
+	cases := []struct {
+		script, cwd string
+		want        []string // "line cwd$ run"
+	}{
+		{"go mod download\n\n# comment\ngo test ./...\n", "", []string{"10 $ go mod download", "13 $ go test ./..."}},
+		{"cd web && npm ci && npm test", "", []string{"10 web$ npm ci", "10 web$ npm test"}},
+		{"cd ../.. && make", "", []string{"10 $ make"}},
+		{"cd sub\nmake test", "a", []string{"11 a/sub$ make test"}},
+		{"go test \\\n  -race ./...", "", []string{"10 $ go test -race ./..."}},
+		{"npm test || true", "", []string{"10 $ npm test || true"}},
+		{`echo "a && b"`, "", []string{`10 $ echo "a && b"`}},
+		{"if [ -f x ]; then\n  make\nfi", "", []string{"10 $ if [ -f x ]; then\n  make\nfi"}},
+	}
+	for _, c := range cases {
+		var got []string
+		for _, cmd := range splitScript(c.script, c.cwd, 10) {
+			got = append(got, fmt.Sprintf("%d %s$ %s", cmd.line, cmd.cwd, cmd.run))
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("splitScript(%q):\n got %q\nwant %q", c.script, got, c.want)
+		}
+	}
+}
+
+func TestClassify(t *testing.T) {
+	cases := map[string]string{
+		"go mod download": stageFetch, "go test -race ./...": stageVerify, "go build ./...": stageBuild,
+		"npm ci": stageFetch, "npm install": stageFetch, "yarn": stageFetch, "yarn install --immutable": stageFetch,
+		"pnpm i": stageFetch, "npm test": stageVerify, "npm run test:unit": stageVerify, "yarn run build": stageBuild,
+		"pip install -e .": stageFetch, "python -m pip install -r requirements.txt": stageFetch,
+		".venv/bin/python -m pytest": stageVerify, "pytest -q": stageVerify, "cargo fetch": stageFetch,
+		"cargo build --offline": stageBuild, "cargo test": stageVerify, "make": stageBuild, "make -j4 check": stageVerify,
+		"ctest --test-dir build": stageVerify, "cmake --build build": stageBuild, "mvn -B verify": stageVerify,
+		"./gradlew test": stageVerify, "CGO_ENABLED=0 go test ./...": stageVerify, "bundle install": stageFetch,
+		"go install golang.org/x/tools/cmd/stringer@v0.20.0": stageFetch, "go generate ./...": stageBuild,
+	}
+	for run, want := range cases {
+		if got := classify(run); got != want {
+			t.Errorf("classify(%q) = %s, want %s", run, got, want)
+		}
+	}
+}
+
+func TestAptPackages(t *testing.T) {
+	got, ok := aptPackages("sudo DEBIAN_FRONTEND=noninteractive apt-get -qq install -y --no-install-recommends libpq-dev $EXTRA cmake")
+	if !ok || !slices.Equal(got, []string{"libpq-dev", "cmake"}) {
+		t.Errorf("got %v %v", got, ok)
+	}
+	if _, ok := aptPackages("sudo apt-get update"); ok {
+		t.Error("apt-get update is not an install")
+	}
+}
+
+func FuzzSplitScript(f *testing.F) {
+	for _, s := range []string{"cd a && b", "x \\\ny", "if a; then b; fi", `echo "&&" && z`, "a\\", "cd", "'unterminated && x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		for _, c := range splitScript(s, "", 1) {
+			if c.line < 1 || c.run == "" {
+				t.Fatalf("bad command %+v from %q", c, s)
+			}
+			if c.cwd != "" && !validRelCwd(c.cwd) {
+				t.Fatalf("cwd %q escapes the repository (script %q)", c.cwd, s)
+			}
+			classify(c.run)
+			hostedOnly(c.run)
+			docReject(c.run)
+		}
+	})
+}
+
+func validRelCwd(p string) bool {
+	return p != ".." && !slices.Contains([]byte(p), '\\') && p[0] != '/' && !(len(p) > 2 && p[:3] == "../")
+}
