@@ -2,6 +2,7 @@ package plan
 
 import (
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -303,4 +304,15 @@ func installsPublished(args []string) bool {
 		}
 	}
 	return false
+}
+
+// isToolInstall reports a command that installs a program for later steps
+// (go install X@v, npm install -g X) rather than the project's dependencies.
+func isToolInstall(run string) bool {
+	w := words(run)
+	if len(w) < 3 {
+		return false
+	}
+	return (w[0] == "go" && w[1] == "install" && strings.Contains(run, "@")) ||
+		((w[0] == "npm" || w[0] == "pnpm") && (w[1] == "install" || w[1] == "i" || w[1] == "add") && slices.Contains(w, "-g"))
 }

@@ -155,6 +155,9 @@ type candidate struct {
 	project string
 	tier    int
 	source  string // the evidence file, an input when the step is kept
+	// tool marks a fetch that installs a tool, not the project's
+	// dependencies; it never displaces the ecosystem's dependency download.
+	tool bool
 }
 
 type project struct {
@@ -269,6 +272,7 @@ func (p *run) add(run, cwd, stage string, ev discover.Evidence, line int, source
 		project: p.projectOf(cwd),
 		tier:    tier,
 		source:  ev.Path,
+		tool:    stage == stageFetch && isToolInstall(run),
 	})
 }
 
@@ -319,6 +323,9 @@ func (p *run) stages() error {
 	best := map[string]int{}
 	key := func(c candidate) string { return c.project + "\x00" + c.stage }
 	for _, c := range p.cands {
+		if c.tool {
+			continue
+		}
 		if t, ok := best[key(c)]; !ok || c.tier < t {
 			best[key(c)] = c.tier
 		}
@@ -329,7 +336,7 @@ func (p *run) stages() error {
 	}
 	byStage := map[string][]candidate{}
 	for _, c := range p.cands {
-		if c.tier != best[key(c)] {
+		if t, ok := best[key(c)]; !c.tool && (!ok || c.tier != t) {
 			p.out.Skipped = append(p.out.Skipped, Decision{
 				Topic: "step", Choice: c.step.Run, Evidence: c.step.Evidence,
 				Reason: overruled(c, p.winners(c, best[key(c)])),

@@ -395,3 +395,13 @@ func TestOptions(t *testing.T) {
 		t.Errorf("options ignored: %+v %s %+v", c.Base, c.User, c.Toolchains)
 	}
 }
+
+func TestToolInstallKeepsDependencyDownload(t *testing.T) {
+	r := result([]discover.Project{proj(".", "go")},
+		ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"),
+		gha(discover.KindGHARun, 20, "run", "go install github.com/mitchellh/gox@latest\ngo test ./...", "step", "t"),
+	)
+	out := explain(t, r)
+	wantRuns(t, out.Contract, "fetch: go install github.com/mitchellh/gox@latest", "fetch: go mod download",
+		"build: go build ./...", "verify: go test ./...")
+}
