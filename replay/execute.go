@@ -339,7 +339,11 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 	if len(x.contract.SystemPackages) > 0 {
 		cmds = append(cmds, append([]string{"sh", "-e", "-c", "apt-get update && apt-get install -y --no-install-recommends \"$@\"", "sh"}, x.contract.SystemPackages...))
 	}
-	cmds = append(cmds, []string{"chown", "-R", x.contract.User + ":", srcDir, x.home()})
+	cmds = append(cmds, []string{"chown", "-R", x.contract.User + ":", srcDir, x.home()},
+		// Docker copies a mount point's owner from the image into a volume
+		// that is still empty when the next container starts, undoing the
+		// chown; a first entry keeps the volume non-empty.
+		[]string{"install", "-d", "-o", x.contract.User, "-g", x.contract.User, x.home() + "/.cache"})
 	for _, cmd := range cmds {
 		ok, _, err := runStep(strings.Join(cmd, " "), cmd...)
 		if err != nil || !ok {

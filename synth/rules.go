@@ -273,7 +273,7 @@ func toolchainVersion(s *Situation) []Delta {
 	spec, line := match(log, nodeNeedsRes...)
 	if spec == "" {
 		if _, l := match(log, nodeSyntaxRe); l != "" && c.Toolchain("node") != nil {
-			spec, line = "lts", l
+			spec, line = "lts/*", l
 		}
 	}
 	if spec == "" {

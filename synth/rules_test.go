@@ -29,7 +29,7 @@ func resolve(tool, spec string) (string, error) {
 		return "1.23.4", nil
 	case tool == "go":
 		return "1.22.5", nil
-	case tool == "node" && (spec == "" || spec == "lts" || strings.Contains(spec, "20")):
+	case tool == "node" && (spec == "" || spec == "lts/*" || strings.Contains(spec, "20")):
 		return "20.11.1", nil
 	case tool == "node" && strings.Contains(spec, "22"):
 		return "22.11.0", nil

@@ -1,0 +1,88 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bootstrap-dev/bootstrap/discover"
+)
+
+func newDiscover() *cobra.Command {
+	var asJSON bool
+	var rev string
+	cmd := &cobra.Command{
+		Use:   "discover [--json] [--rev REV] [PATH]",
+		Short: "Print every piece of setup evidence the repository holds",
+		Long: `discover mines PATH (default ".") for setup evidence: README shell blocks,
+CI workflows, build files, manifests and lockfiles. Each fact is printed with
+the file and line it came from. With --rev it reads a git revision without
+checking it out; with --json it prints the full result as JSON.`,
+		Args: maxOnePath,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			res, err := discover.Dir(cmd.Context(), pathArg(args), rev)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(res)
+			}
+			printEvidence(cmd.OutOrStdout(), res)
+			return nil
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
+	cmd.Flags().StringVar(&rev, "rev", "", "read this git revision instead of the working tree")
+	return cmd
+}
+
+// printEvidence is the readable summary: projects, then evidence grouped by file.
+func printEvidence(w io.Writer, res *discover.Result) {
+	if res.Commit != "" {
+		src := "commit"
+		if res.Worktree {
+			src = "working tree at"
+		}
+		fmt.Fprintf(w, "%s %s\n", src, res.Commit)
+	}
+	fmt.Fprintf(w, "%d project(s):\n", len(res.Projects))
+	for _, p := range res.Projects {
+		fmt.Fprintf(w, "  %-20s %s  (%s)\n", p.Root, strings.Join(p.Ecosystems, ", "), strings.Join(p.Markers, ", "))
+	}
+	byFile := map[string][]discover.Evidence{}
+	for _, e := range res.Evidence {
+		byFile[e.Path] = append(byFile[e.Path], e)
+	}
+	files := make([]string, 0, len(byFile))
+	for f := range byFile {
+		files = append(files, f)
+	}
+	sort.Strings(files)
+	fmt.Fprintf(w, "%d evidence item(s) in %d file(s):\n", len(res.Evidence), len(files))
+	for _, f := range files {
+		fmt.Fprintf(w, "  %s\n", f)
+		for _, e := range byFile[f] {
+			fmt.Fprintf(w, "    %4d  %-22s %s\n", e.Line, e.Kind, oneLine(e.Excerpt, 90))
+		}
+	}
+	if len(res.Errors) > 0 {
+		fmt.Fprintf(w, "%d problem(s):\n", len(res.Errors))
+		for _, e := range res.Errors {
+			fmt.Fprintf(w, "  %s\n", e.Error())
+		}
+	}
+}
+
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > n {
+		return s[:n-1] + "…"
+	}
+	return s
+}

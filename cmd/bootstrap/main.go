@@ -1,0 +1,127 @@
+// Command bootstrap turns "how do I set this repository up?" into a committed,
+// verified contract. See README.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+)
+
+// Exit codes. Only main decides how an error looks and which code it gets.
+const (
+	exitOK          = 0
+	exitFail        = 1 // the contract was judged and did not pass
+	exitUsage       = 2 // bad flags or arguments
+	exitError       = 3 // the job could not be done: bad input, no engine, ...
+	exitInterrupted = 130
+)
+
+// version is set at build time with -ldflags "-X main.version=..."; the
+// verifier version goes into every record.
+var version = "dev"
+
+func main() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) }
+
+// failure marks an error whose message was already shown as a verdict, so
+// main only sets the exit code.
+type failure struct{ msg string }
+
+func (f *failure) Error() string { return f.msg }
+
+type usageError struct{ err error }
+
+func (u *usageError) Error() string { return u.err.Error() }
+func (u *usageError) Unwrap() error { return u.err }
+
+func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	err := root.ExecuteContext(ctx)
+	if err == nil {
+		return exitOK
+	}
+	var f *failure
+	var u *usageError
+	switch {
+	case errors.As(err, &f):
+		if f.msg != "" {
+			fmt.Fprintln(stderr, "bootstrap:", f.msg)
+		}
+		return exitFail
+	case ctx.Err() != nil:
+		fmt.Fprintln(stderr, "bootstrap: interrupted; partial results and traces were kept")
+		return exitInterrupted
+	case errors.As(err, &u):
+		fmt.Fprintln(stderr, "bootstrap:", err)
+		fmt.Fprintln(stderr, "Run 'bootstrap --help' for usage.")
+		return exitUsage
+	default:
+		fmt.Fprintln(stderr, "bootstrap:", err)
+		return exitError
+	}
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "bootstrap",
+		Short: "Turn a repository's setup into a committed, verified contract",
+		Long: `bootstrap mines a repository's README, CI workflows, manifests and lockfiles,
+drafts a .bootstrap/contract.yaml, replays it cold in a container with the
+network off after the fetch stage, and repairs it until it passes.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       version,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
+	root.AddCommand(
+		newDiscover(),
+		newPlan(),
+		newVerify(),
+		newTrace(),
+		newSynth(),
+		newImage(),
+	)
+	return root
+}
+
+// isTerminal reports whether w is a terminal, so progress is shown only there.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// progressTo returns where progress lines go: stderr on a terminal, nowhere when piped.
+func progressTo(cmd *cobra.Command) io.Writer {
+	if isTerminal(cmd.ErrOrStderr()) {
+		return cmd.ErrOrStderr()
+	}
+	return io.Discard
+}
+
+// pathArg returns the optional PATH argument, defaulting to ".".
+func pathArg(args []string) string {
+	if len(args) > 0 {
+		return args[0]
+	}
+	return "."
+}
+
+func maxOnePath(cmd *cobra.Command, args []string) error {
+	if len(args) > 1 {
+		return &usageError{fmt.Errorf("%s takes at most one PATH, got %d arguments", cmd.Name(), len(args))}
+	}
+	return nil
+}

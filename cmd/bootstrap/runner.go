@@ -1,0 +1,121 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/replay/docker"
+	"github.com/bootstrap-dev/bootstrap/repo"
+	"github.com/bootstrap-dev/bootstrap/toolchain"
+)
+
+// replayFlags are shared by the commands that replay contracts.
+type replayFlags struct {
+	rev      string
+	worktree bool
+	caBundle string
+	noCache  bool
+	keep     bool
+}
+
+func (f *replayFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.rev, "rev", "", "replay this git revision (default HEAD)")
+	cmd.Flags().BoolVar(&f.worktree, "worktree", false, "replay the working tree as it is, uncommitted changes included (recorded as such)")
+	cmd.Flags().StringVar(&f.caBundle, "ca-bundle", "", "trust this CA bundle for TLS in fetch stages and toolchain downloads (default: $SSL_CERT_FILE); recorded as an input")
+	cmd.Flags().BoolVar(&f.noCache, "no-cache", false, "ignore the verdict cache and dependency caches")
+	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep containers and volumes for debugging and print how to enter them")
+}
+
+// caBundle is the declared trust bundle: the flag, else SSL_CERT_FILE.
+func (f *replayFlags) bundle() (string, error) {
+	p := f.caBundle
+	if p == "" {
+		p = os.Getenv("SSL_CERT_FILE")
+	}
+	if p == "" {
+		return "", nil
+	}
+	if _, err := os.Stat(p); err != nil {
+		return "", fmt.Errorf("CA bundle: %w", err)
+	}
+	return filepath.Abs(p)
+}
+
+// snapshot opens the repository: the committed tree at --rev (default HEAD),
+// or the working tree with --worktree or when dir is not a git repository.
+func (f *replayFlags) snapshot(ctx context.Context, dir string) (*repo.Snapshot, error) {
+	if f.worktree {
+		return repo.Open(ctx, dir, "")
+	}
+	rev := f.rev
+	if rev == "" {
+		rev = "HEAD"
+	}
+	snap, err := repo.Open(ctx, dir, rev)
+	if err != nil && f.rev == "" && !isGitRepo(dir) {
+		// A plain directory has no commits; its working tree is all there is.
+		return repo.Open(ctx, dir, "")
+	}
+	return snap, err
+}
+
+func isGitRepo(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, ".git"))
+	return err == nil
+}
+
+// cacheDir is where verdicts, toolchains and LLM replies are kept.
+func cacheDir() (string, error) {
+	if d := os.Getenv("BOOTSTRAP_CACHE_DIR"); d != "" {
+		return d, nil
+	}
+	d, err := os.UserCacheDir()
+	if err != nil {
+		return "", fmt.Errorf("finding a cache directory: %w (set BOOTSTRAP_CACHE_DIR)", err)
+	}
+	return filepath.Join(d, "bootstrap"), nil
+}
+
+// newEngine connects to the Docker engine the environment names.
+func newEngine(ctx context.Context) (*docker.Engine, error) {
+	e, err := docker.New()
+	if err != nil {
+		return nil, fmt.Errorf("docker engine: %w", err)
+	}
+	if err := e.Ping(ctx); err != nil {
+		e.Close()
+		return nil, fmt.Errorf("no Docker engine answers (start one with scripts/engine-up.sh, or set DOCKER_HOST): %w", err)
+	}
+	return e, nil
+}
+
+// newRunner builds a replay runner against the real engine and registries.
+func newRunner(cmd *cobra.Command, f *replayFlags, e replay.Engine) (*replay.Runner, error) {
+	cache, err := cacheDir()
+	if err != nil {
+		return nil, err
+	}
+	bundle, err := f.bundle()
+	if err != nil {
+		return nil, err
+	}
+	topts := []toolchain.Option{toolchain.WithCacheDir(cache)}
+	opts := []replay.Option{replay.WithEngine(e), replay.WithCacheDir(cache), replay.WithProgress(progressTo(cmd))}
+	if bundle != "" {
+		topts = append(topts, toolchain.WithCABundle(bundle))
+		opts = append(opts, replay.WithCABundle(bundle))
+	}
+	opts = append(opts, replay.WithToolchains(toolchain.New(topts...)))
+	if f.noCache {
+		opts = append(opts, replay.WithNoCache())
+	}
+	if f.keep {
+		opts = append(opts, replay.WithKeep())
+	}
+	return replay.New(opts...), nil
+}

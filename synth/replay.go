@@ -1,0 +1,95 @@
+package synth
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/repo"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+// Replayer verifies attempts with real replays: Warm may reuse dependency
+// caches and the verdict cache, Cold must use neither.
+type Replayer struct {
+	Warm, Cold *replay.Runner
+	Snapshot   *repo.Snapshot
+	// RunsDir receives one directory per attempt (attempt-N) with its
+	// trace, logs, record and provenance.
+	RunsDir string
+}
+
+var _ Verifier = (*Replayer)(nil)
+
+// logTail bounds how much of a failed step's log the rules and the LLM read.
+const logTail = 64 << 10
+
+// Verify replays c once and reads the outcome back as an Attempt.
+func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold bool) (*Attempt, error) {
+	runner := r.Warm
+	if cold {
+		runner = r.Cold
+	}
+	out := filepath.Join(r.RunsDir, "attempt-"+strconv.Itoa(n))
+	// A rerun of synth reuses attempt numbers; stale logs must not mix in.
+	if err := os.RemoveAll(out); err != nil {
+		return nil, fmt.Errorf("clearing %s: %w", out, err)
+	}
+	start := time.Now()
+	res, err := runner.Run(ctx, replay.Input{Contract: c, Snapshot: r.Snapshot, OutDir: out})
+	if err != nil {
+		return nil, err
+	}
+	a := &Attempt{
+		N: n, Pass: res.Verdict == traces.Pass, Cached: res.Cached, Contract: res.Contract,
+		Tests: res.Tests, Duration: time.Since(start), TracePath: res.TracePath,
+	}
+	if f := res.Failure; f != nil {
+		a.Failure = f.Failure
+		stage, idx, ok := strings.Cut(f.Step, "/")
+		if !ok {
+			return nil, fmt.Errorf("replay named failed step %q, want stage/N", f.Step)
+		}
+		i, err := strconv.Atoi(idx)
+		if err != nil || i < 1 {
+			return nil, fmt.Errorf("replay named failed step %q, want stage/N", f.Step)
+		}
+		a.Stage, a.Index = stage, i-1
+		if f.LogPath != "" {
+			a.Log = readTail(filepath.Join(filepath.Dir(res.TracePath), f.LogPath), logTail)
+		}
+	}
+	return a, nil
+}
+
+// readTail returns the last n bytes of a file, starting at a line boundary.
+func readTail(file string, n int64) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return ""
+	}
+	off := max(fi.Size()-n, 0)
+	b, err := io.ReadAll(io.NewSectionReader(f, off, fi.Size()-off))
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if off > 0 {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return s
+}
