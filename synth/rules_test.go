@@ -52,15 +52,15 @@ func TestRules(t *testing.T) {
 		{Kind: discover.KindGHAEnv, Path: ".github/workflows/ci.yml", Line: 8, Facts: map[string]string{"name": "API_TOKEN", "value": "${{ secrets.API_TOKEN }}"}},
 	}}
 	cases := []struct {
-		name         string
-		stage        string
-		index        int
-		class        traces.Class
-		log          string
-		tests        []results.Test
-		user         string
-		want         string // the rule that must answer
-		op           OpKind
+		name          string
+		stage         string
+		index         int
+		class         traces.Class
+		log           string
+		tests         []results.Test
+		user          string
+		want          string // the rule that must answer
+		op            OpKind
 		opName, opVal string
 	}{
 		{name: "make missing (dash)", stage: "build", class: traces.MissingCommand, log: "sh: 1: make: not found\n", want: "missing-command", op: AddSystemPackage, opName: "make"},
