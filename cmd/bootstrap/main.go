@@ -1,5 +1,3 @@
-// Command bootstrap turns "how do I set this repository up?" into a committed,
-// verified contract. See README.md.
 package main
 
 import (
