@@ -17,8 +17,10 @@ type Engine interface {
 	InspectImage(ctx context.Context, ref string) (ImageInfo, error)
 	// PullImage fetches ref from its registry.
 	PullImage(ctx context.Context, ref string) error
-	// ImportImage creates an image from a root filesystem tarball and tags it ref.
-	ImportImage(ctx context.Context, rootfs io.Reader, ref string) (ImageInfo, error)
+	// LoadImage loads a docker-archive (the `docker save` format) and
+	// applies the tags its manifest names. The image ID is the digest of the
+	// archive's config, so the same archive gives the same ID on every engine.
+	LoadImage(ctx context.Context, archive io.Reader) error
 	// RemoveImage deletes an image by ID or reference.
 	RemoveImage(ctx context.Context, ref string) error
 

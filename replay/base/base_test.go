@@ -213,18 +213,22 @@ func fakeDebootstrap(t *testing.T, body string) string {
 const target = `for a; do prev=$cur; cur=$a; done; T=$prev
 `
 
+// fakeRoot is a debootstrap run's output in miniature: files, an apt list
+// giving the epoch, a log the scrub removes.
+const fakeRoot = `mkdir -p $T/etc $T/var/lib/apt/lists $T/var/log
+echo "Date: Tue, 20 May 2025 08:00:00 UTC" > $T/var/lib/apt/lists/deb_dists_bookworm_Release
+echo hello > $T/etc/motd
+echo log > $T/var/log/bootstrap.log
+echo "$1 $2 $3 $5" > $T/etc/args  # not the random target dir
+`
+
 func TestBuildWithFakeDebootstrap(t *testing.T) {
 	e, err := fakeengine.New()
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = e.Close() })
-	script := fakeDebootstrap(t, target+`mkdir -p $T/etc $T/var/lib/apt/lists $T/var/log
-echo "Date: Tue, 20 May 2025 08:00:00 UTC" > $T/var/lib/apt/lists/deb_dists_bookworm_Release
-echo hello > $T/etc/motd
-echo log > $T/var/log/bootstrap.log
-echo "$1 $2 $3 $5" > $T/etc/args  # not the random target dir
-`)
+	script := fakeDebootstrap(t, target+fakeRoot)
 	tmp := t.TempDir()
 	t.Setenv("SOURCE_DATE_EPOCH", "")
 	os.Unsetenv("SOURCE_DATE_EPOCH")

@@ -63,9 +63,8 @@ type Options struct {
 type Result struct {
 	Image replay.ImageInfo
 	Ref   string
-	// RootFS is the sha256 of the tar that was imported: equal root
-	// filesystems give equal digests even where the engine's image ID also
-	// covers a creation time.
+	// RootFS is the sha256 of the root filesystem tar, the image's only
+	// layer (its diff ID).
 	RootFS string
 	Epoch  time.Time
 }
@@ -116,16 +115,68 @@ func Build(ctx context.Context, engine replay.Engine, opts Options) (res Result,
 		return Result{}, fmt.Errorf("building base image: scrubbing root filesystem: %w", err)
 	}
 
-	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(WriteTar(pw, root, epoch)) }()
-	h := sha256.New()
-	info, err := engine.ImportImage(ctx, io.TeeReader(pr, h), opts.Ref)
-	// Unblocks the writer if the import stopped reading early.
-	pr.CloseWithError(errors.New("import ended"))
+	layer := filepath.Join(tmp, "layer.tar")
+	rootFS, err := writeLayer(layer, root, epoch)
 	if err != nil {
 		return Result{}, fmt.Errorf("building base image: %w", err)
 	}
-	return Result{Image: info, Ref: opts.Ref, RootFS: "sha256:" + hex.EncodeToString(h.Sum(nil)), Epoch: epoch}, nil
+	pr, pw := io.Pipe()
+	type written struct {
+		id  string
+		err error
+	}
+	done := make(chan written, 1)
+	go func() {
+		id, err := WriteArchive(pw, Archive{Ref: opts.Ref, Layer: layer, Created: epoch, CreatedBy: createdBy(opts)})
+		pw.CloseWithError(err)
+		done <- written{id, err}
+	}()
+	err = engine.LoadImage(ctx, pr)
+	// Unblocks the writer if the load stopped reading early.
+	pr.CloseWithError(errLoadEnded)
+	w := <-done
+	if err != nil {
+		// A writer's failure is the cause of the load's, not a consequence.
+		if w.err != nil && !errors.Is(w.err, errLoadEnded) {
+			err = errors.Join(w.err, err)
+		}
+		return Result{}, fmt.Errorf("building base image: %w", err)
+	}
+	want := w.id
+	info, err := engine.InspectImage(ctx, opts.Ref)
+	if err != nil {
+		return Result{}, fmt.Errorf("building base image: %w", err)
+	}
+	if info.ID != want {
+		return Result{}, fmt.Errorf("building base image: engine gave %q the ID %s, not the archive's config digest %s", opts.Ref, info.ID, want)
+	}
+	return Result{Image: info, Ref: opts.Ref, RootFS: rootFS, Epoch: epoch}, nil
+}
+
+var errLoadEnded = errors.New("load ended")
+
+// writeLayer writes the root filesystem tar to path and returns its digest.
+func writeLayer(path, root string, epoch time.Time) (digest string, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return "", err
+	}
+	defer func() { err = errors.Join(err, f.Close()) }()
+	h := sha256.New()
+	bw := bufio.NewWriterSize(io.MultiWriter(f, h), 1<<20)
+	if err := WriteTar(bw, root, epoch); err != nil {
+		return "", err
+	}
+	if err := bw.Flush(); err != nil {
+		return "", fmt.Errorf("writing root filesystem tar: %w", err)
+	}
+	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// createdBy records in the image history how the layer was made, without
+// the mirror, which differs between machines building the same packages.
+func createdBy(opts Options) string {
+	return "bootstrap image build-base: debootstrap --variant=minbase --include=" + strings.Join(opts.Include, ",") + " " + opts.Suite
 }
 
 func debootstrap(ctx context.Context, opts Options, root string) error {

@@ -2,11 +2,14 @@ package base_test
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/bootstrap-dev/bootstrap/replay"
 	"github.com/bootstrap-dev/bootstrap/replay/base"
 	"github.com/bootstrap-dev/bootstrap/replay/docker"
 	"github.com/bootstrap-dev/bootstrap/replay/replaytest"
@@ -52,4 +55,35 @@ func TestResolveRealEngine(t *testing.T) {
 		t.Errorf("absent, unpullable: err = %v", err)
 	}
 	t.Logf("unpullable image error: %v", err)
+}
+
+// Two builds of the same root filesystem, seconds apart, must give the same
+// image ID on a real engine, so a digest pinned on one machine matches an
+// image built on another.
+func TestBuildIDIsReproducibleRealEngine(t *testing.T) {
+	e := realEngine(t)
+	script := fakeDebootstrap(t, target+fakeRoot)
+	ref := fmt.Sprintf("bootstrap-dev/base-test-%d-%d:1", os.Getpid(), time.Now().UnixNano())
+	t.Cleanup(func() {
+		if err := e.RemoveImage(context.Background(), ref); err != nil && !errors.Is(err, replay.ErrNotFound) {
+			t.Errorf("removing %s: %v", ref, err)
+		}
+	})
+	t.Setenv("SOURCE_DATE_EPOCH", "") // the epoch comes from the fake Release file
+	var ids []string
+	for range 2 {
+		res, err := base.Build(t.Context(), e, base.Options{Ref: ref, Mirror: "http://mirror.test/debian", Debootstrap: script, TempDir: t.TempDir()})
+		if err != nil {
+			t.Fatalf("Build: %v", err)
+		}
+		ids = append(ids, res.Image.ID)
+		time.Sleep(1100 * time.Millisecond)
+	}
+	if ids[0] != ids[1] {
+		t.Errorf("two builds of one root filesystem: IDs %s and %s", ids[0], ids[1])
+	}
+	info, err := e.InspectImage(t.Context(), ref)
+	if err != nil || info.ID != ids[0] {
+		t.Errorf("InspectImage(%s) = %+v, %v; want ID %s", ref, info, err, ids[0])
+	}
 }

@@ -130,17 +130,19 @@ func drain(r io.Reader) error {
 	}
 }
 
-// ImportImage implements replay.Engine.
-func (e *Engine) ImportImage(ctx context.Context, rootfs io.Reader, ref string) (replay.ImageInfo, error) {
-	rc, err := e.cli.ImageImport(ctx, image.ImportSource{Source: rootfs, SourceName: "-"}, ref, image.ImportOptions{})
+// LoadImage implements replay.Engine. ImageLoad (API 1.41) keeps the
+// archive's config bytes as they are, so the image ID is their digest; the
+// errors the daemon reports inside the progress stream are returned.
+func (e *Engine) LoadImage(ctx context.Context, archive io.Reader) error {
+	resp, err := e.cli.ImageLoad(ctx, archive, client.ImageLoadWithQuiet(true))
 	if err != nil {
-		return replay.ImageInfo{}, fmt.Errorf("importing image %q: %w", ref, err)
+		return fmt.Errorf("loading image archive: %w", err)
 	}
-	defer rc.Close()
-	if err := drain(rc); err != nil {
-		return replay.ImageInfo{}, fmt.Errorf("importing image %q: %w", ref, err)
+	defer resp.Body.Close()
+	if err := drain(resp.Body); err != nil {
+		return fmt.Errorf("loading image archive: %w", err)
 	}
-	return e.InspectImage(ctx, ref)
+	return nil
 }
 
 // RemoveImage implements replay.Engine.
