@@ -268,6 +268,10 @@ func docReject(run string) string {
 		return "installs the published program for users, not this checkout"
 	case tool == "go" && sub == "run":
 		return "runs the program rather than building or testing it"
+	case tool == "go" && sub == "get" && getsRemote(w[2:]):
+		// A README's "go get example.com/lib" tells users how to depend
+		// on the module; run in the module itself it would rewrite go.mod.
+		return "adds a published module to the user's project, not this repository's dependencies"
 	case (tool == "npm" || tool == "yarn" || tool == "pnpm" || tool == "bun") && (sub == "start" || (sub == "run" && len(w) > 2 && (w[2] == "dev" || w[2] == "start" || w[2] == "serve")) || sub == "dev"):
 		return "starts a long-running server"
 	case (tool == "npm" || tool == "pnpm" || tool == "bun") && (sub == "install" || sub == "i" || sub == "add") && hasPositional(w[2:]):
@@ -278,6 +282,17 @@ func docReject(run string) string {
 		return "installs a published package, not this repository's dependencies"
 	}
 	return hostedOnly(run)
+}
+
+// getsRemote reports a go get of an import path rather than of a local
+// package pattern ("./...").
+func getsRemote(args []string) bool {
+	for _, a := range args {
+		if !strings.HasPrefix(a, "-") && !strings.HasPrefix(a, ".") {
+			return true
+		}
+	}
+	return false
 }
 
 func hasPositional(args []string) bool {

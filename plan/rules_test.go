@@ -405,3 +405,21 @@ func TestToolInstallKeepsDependencyDownload(t *testing.T) {
 	wantRuns(t, out.Contract, "fetch: go install github.com/mitchellh/gox@latest", "fetch: go mod download",
 		"build: go build ./...", "verify: go test ./...")
 }
+
+// A library's README tells users to "go get" it; in the module itself that
+// would rewrite go.mod, so the Go default download stays (google/uuid,
+// gorilla/mux).
+func TestDocGoGetOfAModuleIsForUsers(t *testing.T) {
+	r := result([]discover.Project{proj(".", "go")},
+		ev(discover.KindGoMod, "go.mod", 1, "module", "github.com/google/uuid", "go", "1.22"),
+		ev(discover.KindDocCommand, "README.md", 13, "command", "go get github.com/google/uuid", "doc", "README", "heading", "Install"),
+		ev(discover.KindDocCommand, "README.md", 44, "command", "go get -u github.com/gorilla/mux", "doc", "README", "heading", "Install"),
+		ev(discover.KindDocCommand, "CONTRIBUTING.md", 5, "command", "go get -d ./...", "doc", "CONTRIBUTING", "heading", "Setup"))
+	out := explain(t, r)
+	wantRuns(t, out.Contract, "fetch: go get -d ./...", "build: go build ./...", "verify: go test ./...")
+	for _, run := range []string{"go get github.com/google/uuid", "go get -u github.com/gorilla/mux"} {
+		if !hasSkip(out, run, "not this repository's dependencies") {
+			t.Errorf("%q not skipped as a user's install: %v", run, out.Skipped)
+		}
+	}
+}
