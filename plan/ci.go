@@ -118,10 +118,20 @@ func isLinux(v string) bool {
 }
 
 // newestSpec returns the highest of values that all read as versions
-// ("1.22", "20.x", "v18").
+// ("1.22", "20.x", "v18"); an alias for the newest release ("stable",
+// "latest") beats them all, and one for an older line ("oldstable",
+// "lts/*") is passed over.
 func newestSpec(vals []string) (string, bool) {
 	best, bestP := "", partial{}
+	alias := ""
 	for _, v := range vals {
+		switch strings.ToLower(v) {
+		case "stable", "latest", "node", "current":
+			alias = v
+			continue
+		case "oldstable", "lts/*":
+			continue
+		}
 		p, err := parsePartial(strings.TrimPrefix(strings.TrimPrefix(v, "go"), "v"))
 		if err != nil || p.n == 0 {
 			return "", false
@@ -130,7 +140,10 @@ func newestSpec(vals []string) (string, bool) {
 			best, bestP = v, p
 		}
 	}
-	return best, true
+	if alias != "" {
+		return alias, true
+	}
+	return best, best != ""
 }
 
 // jobSkip says why a whole job is left out, or "".

@@ -423,3 +423,26 @@ func TestDocGoGetOfAModuleIsForUsers(t *testing.T) {
 		}
 	}
 }
+
+// spf13/pflag: go.mod says "go 1.12", older than any toolchain module, and
+// CI's matrix runs 1.12 up to "stable".
+func TestGoDirectiveOlderThanToolchains(t *testing.T) {
+	wf := ".github/workflows/ci.yaml"
+	r := result([]discover.Project{proj(".", "go")},
+		ev(discover.KindGoMod, "go.mod", 1, "module", "github.com/spf13/pflag", "go", "1.12"),
+		ev(discover.KindGHAMatrix, wf, 22, "workflow", "ci.yaml", "job", "test", "runs-on", "ubuntu-latest", "key", "go", "values", "1.12,1.21,1.22,1.23,oldstable,stable"),
+		ev(discover.KindGHASetup, wf, 28, "workflow", "ci.yaml", "job", "test", "runs-on", "ubuntu-latest", "tool", "go", "version", "${{ matrix.go }}"),
+		ev(discover.KindGHARun, wf, 34, "workflow", "ci.yaml", "job", "test", "runs-on", "ubuntu-latest", "run", "go test -race -v ./...", "step", "Test"))
+	out := explain(t, r)
+	if v := out.Contract.Toolchain("go").Version; v != "1.27.4" {
+		t.Errorf("go = %s, want the newest (CI's stable); decisions %v", v, out.Decisions)
+	}
+	if !hasSkip(out, "1.12", "only a minimum") {
+		t.Errorf("go directive not reported as skipped: %v", out.Skipped)
+	}
+	// A directive newer than the table is still an error: the table is stale.
+	r = result([]discover.Project{proj(".", "go")}, ev(discover.KindGoMod, "go.mod", 1, "go", "1.99"))
+	if _, err := NewRules().Explain(context.Background(), r); err == nil || !strings.Contains(err.Error(), "go.mod:1") {
+		t.Errorf("go 1.99: err = %v, want an error naming go.mod:1", err)
+	}
+}

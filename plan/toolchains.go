@@ -64,6 +64,10 @@ func (p *run) goToolchain() error {
 				continue
 			}
 			v, err := p.resolve("go", m)
+			if err != nil && p.belowToolchains(m) {
+				p.skip("go directive", m.spec, e, "older than every Go release published as a toolchain module; a go directive is only a minimum, so the next source decides")
+				continue
+			}
 			if err != nil {
 				return err
 			}
@@ -94,6 +98,17 @@ func (p *run) goToolchain() error {
 	})
 	p.decide("toolchain go", v, c.ev, fmt.Sprintf("%s asks for %q (precedence: go.work > go.mod toolchain > go.mod go > .go-version > CI setup-go > default)", c.what, c.spec))
 	return nil
+}
+
+// belowToolchains reports a go directive (not a toolchain line) older than
+// every release in the table: Go 1.12 still appears in go.mod files, but no
+// toolchain module that old exists, and any newer Go honours the directive.
+func (p *run) belowToolchains(c pick) bool {
+	if !strings.HasSuffix(c.what, "go directive") {
+		return false
+	}
+	_, err := p.versions.Resolve("go", ">="+strings.TrimPrefix(c.spec, "go"))
+	return err == nil
 }
 
 // goModPick reads a go.mod or go.work: its toolchain line beats its go line.
