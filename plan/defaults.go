@@ -13,8 +13,9 @@ import (
 // npmPlaceholder is the test script "npm init" writes, which always fails.
 var npmPlaceholder = regexp.MustCompile(`no test specified`)
 
-// ccRecipe spots a Makefile that compiles C or C++.
-var ccRecipe = regexp.MustCompile(`\$\(CC\)|\$\(CXX\)|\bg?cc\b|\bg\+\+|\bclang\b`)
+// ccRecipe spots a Makefile that compiles C or C++: a compiler in command
+// position, not a word inside a path such as "mvdan.cc/unparam".
+var ccRecipe = regexp.MustCompile(`\$\(CC\)|\$\(CXX\)|(?:^|[\s;&|(@-])(?:g?cc|g\+\+|clang|clang\+\+)(?:\s|$)`)
 
 // addDefaults adds each project's ecosystem commands. They only survive for a
 // stage that neither CI nor the documentation covers.

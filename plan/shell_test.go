@@ -82,3 +82,15 @@ func FuzzSplitScript(f *testing.F) {
 func validRelCwd(p string) bool {
 	return p != ".." && !slices.Contains([]byte(p), '\\') && p[0] != '/' && !(len(p) > 2 && p[:3] == "../")
 }
+
+func TestCCRecipe(t *testing.T) {
+	for recipe, want := range map[string]bool{
+		"$(CC) -o x x.c": true, "gcc -O2 -c a.c": true, "\t@cc main.c": true, "cd src && g++ a.cc": true,
+		"clang -c x.c": true, "$(CXX) a.cpp": true,
+		"$(GO) get mvdan.cc/unparam": false, "go test ./...": false, "cp a.cc b.cc": false, "ccache -s": false,
+	} {
+		if got := ccRecipe.MatchString(recipe); got != want {
+			t.Errorf("ccRecipe(%q) = %v, want %v", recipe, got, want)
+		}
+	}
+}
