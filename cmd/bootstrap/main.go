@@ -80,6 +80,15 @@ network off after the fetch stage, and repairs it until it passes.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
+		// Cobra reports an unknown command as a plain error; make it a usage
+		// error (exit 2, with the hint) like an unknown flag.
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
