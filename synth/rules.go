@@ -84,6 +84,8 @@ var Rules = []Rule{
 var (
 	notFoundRes = []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^(?:/bin/)?(?:ba)?sh: (?:line )?\d*:? ?([^\s:]+): (?:command )?not found`),
+		// A script run by dash names itself and the line: "./ci.sh: 5: jq: not found".
+		regexp.MustCompile(`(?m)^[^\s:]+: (?:line )?\d+: ([^\s:]+): (?:command )?not found`),
 		regexp.MustCompile(`(?m)([^\s:'"]+): command not found`),
 		regexp.MustCompile(`exec: "([^"]+)": executable file not found in \$PATH`),
 		regexp.MustCompile(`(?m)spawn ([^\s]+) ENOENT`),

@@ -64,6 +64,7 @@ func TestRules(t *testing.T) {
 		opName, opVal string
 	}{
 		{name: "make missing (dash)", stage: "build", class: traces.MissingCommand, log: "sh: 1: make: not found\n", want: "missing-command", op: AddSystemPackage, opName: "make"},
+		{name: "jq missing in a dash script", stage: "build", class: traces.MissingCommand, log: "./scripts/check.sh: 5: jq: not found\n", want: "missing-command", op: AddSystemPackage, opName: "jq"},
 		{name: "make missing (bash)", stage: "build", class: traces.MissingCommand, log: "bash: line 1: make: command not found\n", want: "missing-command", op: AddSystemPackage, opName: "make"},
 		{name: "gcc for cgo", stage: "build", class: traces.MissingCommand, log: "# runtime/cgo\ncgo: C compiler \"gcc\" not found: exec: \"gcc\": executable file not found in $PATH\n", want: "missing-command", op: AddSystemPackage, opName: "gcc"},
 		{name: "node missing", stage: "build", class: traces.MissingCommand, log: "bash: line 1: npm: command not found\n", want: "missing-toolchain", op: SetToolchain, opName: "node", opVal: "20.11.1"},
