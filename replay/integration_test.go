@@ -8,12 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootstrap-dev/bootstrap/fixtures"
 	"github.com/bootstrap-dev/bootstrap/replay"
 	"github.com/bootstrap-dev/bootstrap/replay/docker"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
 
-const scratchBase = "bootstrap-dev/scratch-base:bookworm"
+var scratchBase = fixtures.BaseImage()
 
 // realEngine connects to the Docker engine, skipping when none answers
 // unless BOOTSTRAP_REQUIRE_DOCKER=1 (as in CI) makes that a failure.
