@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -43,10 +44,25 @@ func findTrace(p string) (string, error) {
 	if !fi.IsDir() {
 		return p, nil
 	}
-	for _, c := range []string{filepath.Join(p, "trace.jsonl"), filepath.Join(p, contract.Dir, "runs", "latest", "trace.jsonl")} {
-		if _, err := os.Stat(c); err == nil {
-			return c, nil
+	if c := filepath.Join(p, "trace.jsonl"); exists(c) {
+		return c, nil
+	}
+	// In a repository, verify writes .bootstrap/trace.jsonl and synth its
+	// latest run under .bootstrap/runs: show whichever ran last.
+	var found string
+	var newest time.Time
+	for _, c := range []string{filepath.Join(p, contract.Dir, "trace.jsonl"), filepath.Join(p, contract.Dir, "runs", "latest", "trace.jsonl")} {
+		if fi, err := os.Stat(c); err == nil && (found == "" || fi.ModTime().After(newest)) {
+			found, newest = c, fi.ModTime()
 		}
 	}
+	if found != "" {
+		return found, nil
+	}
 	return "", fmt.Errorf("no trace in %q: run 'bootstrap verify' first, or name a trace file", p)
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }
