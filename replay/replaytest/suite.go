@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"time"
 
 	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/replay/base"
 )
 
 // Capabilities says what the engine under test enforces beyond the common
@@ -61,6 +63,7 @@ func Run(t *testing.T, engine replay.Engine, caps Capabilities) {
 	t.Run("WorkDirAndCopyIn", s.workDirAndCopyIn)
 	t.Run("SharedVolume", s.sharedVolume)
 	t.Run("Commit", s.commit)
+	t.Run("LoadImage", s.loadImage)
 	t.Run("Timeout", s.timeout)
 	t.Run("RemoveLeavesNothing", s.removeLeavesNothing)
 	t.Run("BadNetworkMode", s.badNetworkMode)
@@ -323,6 +326,49 @@ func (s *suite) commit(t *testing.T) {
 	o = run(t, d, replay.ExecSpec{Cmd: sh("cat marker"), Env: stdEnv, WorkDir: "/"})
 	if o.stdout != "committed\n" {
 		t.Errorf("container of the committed image reads %q, stderr %q", o.stdout, o.stderr)
+	}
+}
+
+// loadImage loads a one-file docker-archive twice: the ID is the config
+// digest WriteArchive computed, both times.
+func (s *suite) loadImage(t *testing.T) {
+	ref := unique("load") + ":test"
+	var layer bytes.Buffer
+	tw := tar.NewWriter(&layer)
+	content := []byte(ref + "\n") // a layer, and so an image, no other run shares
+	if err := tw.WriteHeader(&tar.Header{Name: "marker", Mode: 0o644, Size: int64(len(content)), Typeflag: tar.TypeReg, ModTime: time.Unix(1700000000, 0)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write(content); err != nil {
+		t.Fatal(err)
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "layer.tar")
+	if err := os.WriteFile(path, layer.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := s.engine.RemoveImage(context.Background(), ref); err != nil && !errors.Is(err, replay.ErrNotFound) {
+			t.Errorf("RemoveImage: %v", err)
+		}
+	})
+	for i := range 2 {
+		var archive bytes.Buffer
+		id, err := base.WriteArchive(&archive, base.Archive{Ref: ref, Layer: path, Created: time.Unix(1700000000, 0), CreatedBy: "replaytest"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.engine.LoadImage(ctxFor(t), &archive); err != nil {
+			t.Fatalf("LoadImage #%d: %v", i+1, err)
+		}
+		if info, err := s.engine.InspectImage(ctxFor(t), ref); err != nil || info.ID != id {
+			t.Fatalf("InspectImage(%q) after load #%d = %+v, %v; want ID %s", ref, i+1, info, err, id)
+		}
+	}
+	if err := s.engine.LoadImage(ctxFor(t), strings.NewReader("not an archive")); err == nil {
+		t.Error("LoadImage of garbage: no error")
 	}
 }
 
