@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/bootstrap-dev/bootstrap/discover"
+	"github.com/bootstrap-dev/bootstrap/replay/docker"
+)
+
+// TestMain lets the test binary act as the bootstrap command inside scripts,
+// running the same run function as the real binary.
+func TestMain(m *testing.M) {
+	testscript.Main(m, map[string]func(){
+		"bootstrap": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
+	})
+}
+
+// TestScripts runs the end-to-end scripts in testdata/script. Scripts marked
+// [docker] replay in the real engine; they skip when none answers unless
+// BOOTSTRAP_REQUIRE_DOCKER=1, which makes a missing engine a failure.
+func TestScripts(t *testing.T) {
+	goproxy := hostGoProxy(t)
+	testscript.Run(t, testscript.Params{
+		Dir:                 filepath.Join("testdata", "script"),
+		RequireExplicitExec: true,
+		Setup: func(env *testscript.Env) error {
+			// Every script gets its own verdict, toolchain and run cache.
+			env.Setenv("BOOTSTRAP_CACHE_DIR", filepath.Join(env.WorkDir, ".cache", "bootstrap"))
+			// The replay trusts the host's TLS bundle and reaches the engine and
+			// the module proxy the way the host does; testscript clears the rest.
+			for _, k := range []string{"SSL_CERT_FILE", "DOCKER_HOST", "DOCKER_API_VERSION", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY"} {
+				if v, ok := os.LookupEnv(k); ok {
+					env.Setenv(k, v)
+				}
+			}
+			if goproxy != "" {
+				env.Setenv("GOPROXY", goproxy)
+			}
+			// Commits made in scripts need an identity and no user config.
+			for k, v := range map[string]string{
+				"GIT_AUTHOR_NAME": "Script", "GIT_AUTHOR_EMAIL": "script@example.com",
+				"GIT_COMMITTER_NAME": "Script", "GIT_COMMITTER_EMAIL": "script@example.com",
+				"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.DevNull,
+			} {
+				env.Setenv(k, v)
+			}
+			return nil
+		},
+		Condition: func(cond string) (bool, error) {
+			if cond != "docker" {
+				return false, fmt.Errorf("unknown condition %q", cond)
+			}
+			if err := engineAnswers(); err != nil {
+				if os.Getenv("BOOTSTRAP_REQUIRE_DOCKER") == "1" {
+					return false, fmt.Errorf("docker engine required (BOOTSTRAP_REQUIRE_DOCKER=1): %w", err)
+				}
+				return false, nil
+			}
+			return true, nil
+		},
+		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
+			"discover-kinds": cmdDiscoverKinds,
+			"exits":          cmdExits,
+		},
+	})
+}
+
+// hostGoProxy is the module proxy the host's go command uses, handed to
+// scripts because testscript hides the user's go env file.
+func hostGoProxy(t *testing.T) string {
+	out, err := exec.Command("go", "env", "GOPROXY").Output()
+	if err != nil {
+		t.Logf("go env GOPROXY: %v (toolchain scripts will report no proxy)", err)
+		return ""
+	}
+	return strings.TrimSpace(string(out))
+}
+
+var engineOnce = sync.OnceValue(func() error {
+	e, err := docker.New()
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	return e.Ping(ctx)
+})
+
+func engineAnswers() error { return engineOnce() }
+
+// cmdExits runs a command like exec and checks its exit code, which exec
+// alone cannot: exits CODE COMMAND [ARG...]. Its output is kept for stdout
+// and stderr checks as exec's is.
+func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! exits")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: exits CODE COMMAND [ARG...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("exits: bad code %q", args[0])
+	}
+	got := 0
+	if err := ts.Exec(args[1], args[2:]...); err != nil {
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) {
+			ts.Fatalf("exits: %v", err)
+		}
+		got = exit.ExitCode()
+	}
+	if got != want {
+		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdDiscoverKinds checks that FILE holds a discover --json result and that
+// its evidence has every KIND named: discover-kinds FILE KIND...
+func cmdDiscoverKinds(ts *testscript.TestScript, neg bool, args []string) {
+	if neg {
+		ts.Fatalf("unsupported: ! discover-kinds")
+	}
+	if len(args) < 2 {
+		ts.Fatalf("usage: discover-kinds FILE KIND...")
+	}
+	var res discover.Result
+	dec := json.NewDecoder(strings.NewReader(ts.ReadFile(args[0])))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&res); err != nil {
+		ts.Fatalf("decoding %s: %v", args[0], err)
+	}
+	have := map[string]bool{}
+	for _, e := range res.Evidence {
+		have[string(e.Kind)] = true
+	}
+	for _, k := range args[1:] {
+		if !have[k] {
+			ts.Fatalf("%s: no evidence of kind %q (have %v)", args[0], k, have)
+		}
+	}
+}
