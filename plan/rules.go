@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -94,6 +95,26 @@ func NewRules(opts ...Option) *Rules {
 	}
 	return r
 }
+
+// Resolve turns a version spec into an exact version the way the planner
+// does: an empty spec takes the planner's default for the tool, and tools
+// the version table does not list (npm, yarn, pnpm) accept only exact
+// versions. The repair loop uses it so repairs and plans agree.
+func (r *Rules) Resolve(tool, spec string) (string, error) {
+	if strings.TrimSpace(spec) == "" {
+		spec = r.defaults[tool]
+	}
+	v, err := r.versions.Resolve(tool, spec)
+	if err == nil {
+		return v, nil
+	}
+	if exactVersion.MatchString(spec) {
+		return spec, nil
+	}
+	return "", err
+}
+
+var exactVersion = regexp.MustCompile(`^\d+\.\d+\.\d+$`)
 
 // Plan drafts a contract; Explain gives the same contract with its reasons.
 func (r *Rules) Plan(ctx context.Context, res *discover.Result) (*contract.Contract, error) {

@@ -446,3 +446,18 @@ func TestGoDirectiveOlderThanToolchains(t *testing.T) {
 		t.Errorf("go 1.99: err = %v, want an error naming go.mod:1", err)
 	}
 }
+
+func TestRulesResolveUsesDefaults(t *testing.T) {
+	r := NewRules()
+	for _, tc := range []struct{ tool, spec, want string }{
+		{"npm", "", "10.9.4"}, {"yarn", "", "1.22.22"}, {"pnpm", "9.1.0", "9.1.0"}, {"go", "1.22", "1.22.12"},
+	} {
+		got, err := r.Resolve(tc.tool, tc.spec)
+		if err != nil || got != tc.want {
+			t.Errorf("Resolve(%s, %q) = %q, %v; want %s", tc.tool, tc.spec, got, err, tc.want)
+		}
+	}
+	if _, err := r.Resolve("yarn", "^1.22"); err == nil {
+		t.Error("a range for a tool without a release table resolved")
+	}
+}

@@ -113,7 +113,7 @@ func runSynth(cmd *cobra.Command, dir string, f *replayFlags, budget synth.Budge
 		return err
 	}
 	runs := filepath.Join(bdir, "runs")
-	opts := []synth.Option{synth.WithBudget(budget), synth.WithResolver(plan.EmbeddedTable().Resolve), synth.WithProgress(stderr)}
+	opts := []synth.Option{synth.WithBudget(budget), synth.WithResolver(plan.NewRules().Resolve), synth.WithProgress(stderr)}
 	if use, why := useLLM(noLLM); use {
 		cache, err := cacheDir()
 		if err != nil {
