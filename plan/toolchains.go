@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -270,8 +271,8 @@ func (p *run) packageManager(root string) pm {
 		field := e.Facts["packageManager"]
 		name, ver, _ := strings.Cut(field, "@")
 		ver, _, _ = strings.Cut(ver, "+") // drop the corepack hash
-		if _, ok := parseVersion(ver); !ok {
-			ver = ""
+		if !exactSemver.MatchString(ver) {
+			ver = m.version // the lockfile's, else the default
 		}
 		e := e
 		berry := name == "yarn" && ver != "" && !strings.HasPrefix(ver, "1.")
@@ -285,6 +286,11 @@ func (p *run) packageManager(root string) pm {
 	}
 	return pm{name: "npm", why: "no packageManager field and no lockfile"}
 }
+
+// exactSemver is the exact version a packageManager field must name
+// (corepack requires one); prereleases such as pnpm's "10.14.0-0" are
+// published, so they are kept.
+var exactSemver = regexp.MustCompile(`^\d+\.\d+\.\d+(?:-[0-9A-Za-z.-]+)?$`)
 
 // pnpmForLockfile maps a pnpm lockfileVersion to the pnpm that writes it.
 var pnpmForLockfile = map[string]string{"5.4": "7.33.7", "6.0": "8.15.9", "9.0": "9.15.9"}
