@@ -155,6 +155,9 @@ func (p *run) jobSkip(e discover.Evidence, matrix map[job]map[string]string) str
 	if releaseish.MatchString(j.id) {
 		return fmt.Sprintf("job %q releases or deploys", j.id)
 	}
+	if co := p.otherCheckout(j); co != nil {
+		return fmt.Sprintf("job %q checks out %q (%s) beside the commit under test; a replay of one commit cannot compare revisions", j.id, co.Facts["with.ref"], co.Ref())
+	}
 	if ro := e.Facts["runs-on"]; ro != "" {
 		v, why := p.expand(ro, matrix[j], false)
 		if why != "" || (isOSName(v) && !isLinux(v)) || v == "" {
@@ -162,6 +165,20 @@ func (p *run) jobSkip(e discover.Evidence, matrix map[job]map[string]string) str
 		}
 	}
 	return ""
+}
+
+// otherCheckout returns a checkout step of the job that names a fixed ref
+// ("master"), as an API-compatibility job does to build a baseline: its
+// steps work on two revisions. A ref from an expression is the commit
+// under test (a pull request's head) and does not count.
+func (p *run) otherCheckout(j job) *discover.Evidence {
+	for _, e := range p.each(discover.KindGHAUses) {
+		ref := e.Facts["with.ref"]
+		if jobOf(e) == j && strings.HasPrefix(e.Facts["uses"], "actions/checkout@") && ref != "" && !strings.Contains(ref, "${{") {
+			return &e
+		}
+	}
+	return nil
 }
 
 func (p *run) ghaRun(e discover.Evidence, matrix map[job]map[string]string) {

@@ -25,3 +25,27 @@ func TestPackageManagerExactPrerelease(t *testing.T) {
 		}
 	}
 }
+
+// google/uuid's apidiff workflow checks out master to build a baseline,
+// then the commit under test; none of it is the project's build.
+func TestJobOnAnotherRevisionIsLeftOut(t *testing.T) {
+	wf := ".github/workflows/apidiff.yaml"
+	compat := []string{"workflow", "apidiff.yaml", "job", "compat", "runs-on", "ubuntu-latest"}
+	r := result([]discover.Project{proj(".", "go")},
+		ev(discover.KindGoMod, "go.mod", 1, "module", "github.com/google/uuid"),
+		ev(discover.KindGHASetup, wf, 13, append(compat, "tool", "go", "version", "1.21")...),
+		ev(discover.KindGHARun, wf, 16, append(compat, "run", "go install golang.org/x/exp/cmd/apidiff@latest", "step", "2")...),
+		ev(discover.KindGHAUses, wf, 17, append(compat, "uses", "actions/checkout@v3", "with.ref", "master", "step", "3")...),
+		ev(discover.KindGHARun, wf, 20, append(compat, "run", "apidiff -w uuid.baseline .", "step", "4")...),
+		ev(discover.KindGHAUses, ".github/workflows/tests.yaml", 16, "workflow", "tests.yaml", "job", "unit-tests", "runs-on", "ubuntu-latest", "uses", "actions/checkout@v3", "with.ref", "${{ github.event.pull_request.head.sha }}", "step", "1"),
+		ev(discover.KindGHASetup, ".github/workflows/tests.yaml", 17, "workflow", "tests.yaml", "job", "unit-tests", "runs-on", "ubuntu-latest", "tool", "go", "version", "1.20.x"),
+		ev(discover.KindGHARun, ".github/workflows/tests.yaml", 20, "workflow", "tests.yaml", "job", "unit-tests", "runs-on", "ubuntu-latest", "run", "go test -v ./...", "step", "3"))
+	out := explain(t, r)
+	wantRuns(t, out.Contract, "fetch: go mod download", "build: go build ./...", "verify: go test -v ./...")
+	if !hasSkip(out, "apidiff -w uuid.baseline .", `checks out "master"`) {
+		t.Errorf("compat job not left out: %v", out.Skipped)
+	}
+	if v := out.Contract.Toolchain("go").Version; v != "1.20.14" {
+		t.Errorf("go = %s, want the kept job's setup-go 1.20.x", v)
+	}
+}
