@@ -49,3 +49,25 @@ func TestJobOnAnotherRevisionIsLeftOut(t *testing.T) {
 		t.Errorf("go = %s, want the kept job's setup-go 1.20.x", v)
 	}
 }
+
+// lukeed/kleur's CI runs "c8 npm test" and "./test/env.sh"; both test.
+func TestClassifyWrappersAndTestScripts(t *testing.T) {
+	for run, want := range map[string]string{
+		"c8 npm test": stageVerify, "nyc mocha": stageVerify, "npx jest --ci": stageVerify, "npx tsc": stageBuild,
+		"c8 report --reporter=text-lcov": stageBuild, "./test/env.sh": stageVerify, "scripts/run-tests.sh": stageVerify,
+		"bash": stageBuild, "./build.sh": stageBuild, "c8": stageBuild, "npx npm ci": stageFetch,
+	} {
+		if got := classify(run); got != want {
+			t.Errorf("classify(%q) = %s, want %s", run, got, want)
+		}
+	}
+}
+
+func TestCoverageReportIsLeftOut(t *testing.T) {
+	if why := hostedOnly("c8 report --reporter=text-lcov > coverage.lcov"); why == "" {
+		t.Error("c8 report kept")
+	}
+	if why := hostedOnly("c8 npm test"); why != "" {
+		t.Errorf("c8 npm test left out: %s", why)
+	}
+}
