@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -74,6 +75,7 @@ func (p *run) ci() {
 // linux runner, for a version axis the newest version, else the first value.
 func (p *run) matrices() map[job]map[string]string {
 	out := map[job]map[string]string{}
+	p.tasks = map[job]map[string][]string{}
 	for _, e := range p.each(discover.KindGHAMatrix) {
 		j := jobOf(e)
 		var vals []string
@@ -86,6 +88,15 @@ func (p *run) matrices() map[job]map[string]string {
 			continue
 		}
 		choice, how := vals[0], "the first entry"
+		if len(vals) > 1 && !slices.ContainsFunc(vals, isOSName) {
+			if _, versions := newestSpec(vals); !versions {
+				if p.tasks[j] == nil {
+					p.tasks[j] = map[string][]string{}
+				}
+				p.tasks[j][e.Facts["key"]] = vals
+				how = "the first entry where the axis is not named in a run step; a step that names it runs once per entry, since each entry is part of the job's work"
+			}
+		}
 		if slices.ContainsFunc(vals, isOSName) {
 			choice, how = "", "no linux runner in the matrix"
 			for _, v := range vals {
@@ -195,15 +206,57 @@ func (p *run) ghaRun(e discover.Evidence, matrix map[job]map[string]string) {
 		p.skip("ci step", e.Facts["run"], e, fmt.Sprintf("runs only for tags or releases (if: %s)", cond))
 		return
 	}
-	script, why := p.expand(e.Facts["run"], matrix[j], true)
+	kept := false
+	for _, m := range p.taskVariants(j, e, matrix[j]) {
+		if p.ghaScript(e, j, m) {
+			kept = true
+		}
+	}
+	if kept {
+		p.keptJobs[j.workflow+"\x00"+j.id] = true
+		p.keptJobs[j.workflow+"\x00"] = true
+		for k, v := range e.Facts {
+			if name, ok := strings.CutPrefix(k, "env."); ok {
+				p.setEnv(name, v, e, matrix[j])
+			}
+		}
+	}
+}
+
+// taskVariants returns the matrix entries a run step runs under: the chosen
+// one, or one per combination of the task axes the step names.
+func (p *run) taskVariants(j job, e discover.Evidence, chosen map[string]string) []map[string]string {
+	variants := []map[string]string{chosen}
+	text := e.Facts["run"] + "\x00" + e.Facts["working-directory"]
+	for _, key := range slices.Sorted(maps.Keys(p.tasks[j])) {
+		if !strings.Contains(text, "matrix."+key) {
+			continue
+		}
+		var next []map[string]string
+		for _, v := range variants {
+			for _, val := range p.tasks[j][key] {
+				m := maps.Clone(v)
+				m[key] = val
+				next = append(next, m)
+			}
+		}
+		variants = next
+	}
+	return variants
+}
+
+// ghaScript adds the commands of one run step under one matrix entry and
+// reports whether any was kept.
+func (p *run) ghaScript(e discover.Evidence, j job, m map[string]string) bool {
+	script, why := p.expand(e.Facts["run"], m, true)
 	if why != "" {
 		p.skip("ci step", e.Facts["run"], e, why)
-		return
+		return false
 	}
-	cwd, why := p.expand(e.Facts["working-directory"], matrix[j], false)
+	cwd, why := p.expand(e.Facts["working-directory"], m, false)
 	if why != "" {
 		p.skip("ci step", e.Facts["run"], e, "working-directory "+why)
-		return
+		return false
 	}
 	cwd = joinCwd("", cwd)
 	first := e.Line
@@ -226,20 +279,15 @@ func (p *run) ghaRun(e discover.Evidence, matrix map[job]map[string]string) {
 		stage := classify(c.run)
 		reason := fmt.Sprintf("CI job %q runs it", j.id)
 		if s := e.Facts["step"]; s != "" && !isDigits(s) {
+			if named, why := p.expand(s, m, false); why == "" {
+				s = named
+			}
 			reason = fmt.Sprintf("CI job %q runs it in step %q", j.id, s)
 		}
 		p.add(c.run, c.cwd, stage, e, c.line, contract.SourceCI, 0.9, reason, tierCI)
 		kept = true
 	}
-	if kept {
-		p.keptJobs[j.workflow+"\x00"+j.id] = true
-		p.keptJobs[j.workflow+"\x00"] = true
-		for k, v := range e.Facts {
-			if name, ok := strings.CutPrefix(k, "env."); ok {
-				p.setEnv(name, v, e, matrix[j])
-			}
-		}
-	}
+	return kept
 }
 
 func isDigits(s string) bool { return strings.Trim(s, "0123456789") == "" }

@@ -202,6 +202,9 @@ type run struct {
 	ciSetup  map[string]setupSpec
 	nodePMs  map[string]pm // project root → package manager
 	keptJobs map[string]bool
+	// tasks holds each job's task axes: matrix keys whose entries are not
+	// versions or runners but parts of the work ("test:nodejs", "lint").
+	tasks map[job]map[string][]string
 }
 
 type setupSpec struct {

@@ -71,3 +71,20 @@ func TestCoverageReportIsLeftOut(t *testing.T) {
 		t.Errorf("c8 npm test left out: %s", why)
 	}
 }
+
+// vercel/ms splits its suite over a matrix axis, task: [test:nodejs,
+// test:edge]; the contract runs every entry, not only the first.
+func TestTaskAxisRunsEveryEntry(t *testing.T) {
+	r := result([]discover.Project{proj(".", "node")},
+		ev(discover.KindPackageJSON, "package.json", 1),
+		ev(discover.KindLockfile, "package-lock.json", 0, "manager", "npm", "format", "3"),
+		gha(discover.KindGHAMatrix, 8, "key", "node", "values", "18,20,22,24"),
+		gha(discover.KindGHAMatrix, 9, "key", "task", "values", "test:nodejs,test:edge"),
+		gha(discover.KindGHARun, 15, "run", "npm ci", "step", "1"),
+		gha(discover.KindGHARun, 16, "run", "npm run ${{ matrix.task }}", "step", "Run `${{ matrix.task }}`"))
+	out := explain(t, r)
+	wantRuns(t, out.Contract, "fetch: npm ci", "verify: npm run test:nodejs", "verify: npm run test:edge")
+	if st := out.Contract.Stages[1].Steps[1]; st.Reason != `CI job "test" runs it in step "Run `+"`test:edge`"+`"` {
+		t.Errorf("reason = %q", st.Reason)
+	}
+}
