@@ -60,6 +60,8 @@ var classes = []struct {
 		{re: regexp.MustCompile(`exec: "([^"]+)": executable file not found in \$PATH`), subject: group(1)},
 		{re: regexp.MustCompile(`/usr/bin/env: '?([^':]+?)'?: No such file or directory`), subject: group(1)},
 		{re: regexp.MustCompile(`\bmake(?:\[\d+\])?: ([^:* ]+): (?:Command not found|No such file or directory)`), subject: group(1)},
+		// Go disables cgo when no C compiler is on PATH, so the compiler is what is missing.
+		{re: regexp.MustCompile(`requires cgo; enable cgo by setting CGO_ENABLED=1`), subject: fixed("gcc")},
 	}},
 	{MissingLibrary, []rule{
 		{re: regexp.MustCompile(`fatal error: ([^:\s]+\.h(?:h|pp|xx)?): No such file`), subject: group(1)},

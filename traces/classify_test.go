@@ -20,6 +20,7 @@ func TestClassify(t *testing.T) {
 		{name: "bash command not found", exit: 127, log: "bash: line 1: gcc: command not found\n", class: MissingCommand, subject: "gcc"},
 		{name: "bash short form", exit: 127, log: "bash: yarn: command not found\n", class: MissingCommand, subject: "yarn"},
 		{name: "go exec", exit: 2, log: "# runtime/cgo\ncgo: C compiler \"gcc\" not found: exec: \"gcc\": executable file not found in $PATH\nFAIL\tgithub.com/x/y [build failed]\n", class: MissingCommand, subject: "gcc"},
+		{name: "race without cgo", exit: 2, log: "go: -race requires cgo; enable cgo by setting CGO_ENABLED=1\n", class: MissingCommand, subject: "gcc"},
 		{name: "env shebang", exit: 127, log: "/usr/bin/env: 'node': No such file or directory\n", class: MissingCommand, subject: "node"},
 		{name: "header", exit: 1, log: "src/z.c:1:10: fatal error: zlib.h: No such file or directory\n    1 | #include <zlib.h>\n      |          ^~~~~~~~\ncompilation terminated.\n", class: MissingLibrary, subject: "zlib.h", line: "src/z.c:1:10: fatal error: zlib.h: No such file or directory"},
 		{name: "pkg-config", exit: 1, log: "Package libffi was not found in the pkg-config search path.\nPerhaps you should add the directory containing `libffi.pc'\nto the PKG_CONFIG_PATH environment variable\n", class: MissingLibrary, subject: "libffi"},
