@@ -70,6 +70,7 @@ type Rule struct {
 var Rules = []Rule{
 	{"missing-toolchain", missingToolchain},
 	{"missing-command", missingCommand},
+	{"cgo-disabled", cgoDisabled},
 	{"missing-library", missingLibrary},
 	{"toolchain-version", toolchainVersion},
 	{"lockfile-drift", lockfileDrift},
@@ -91,6 +92,9 @@ var (
 		regexp.MustCompile(`(?m)spawn ([^\s]+) ENOENT`),
 		regexp.MustCompile(`(?m)env: '?([^\s':]+)'?: No such file or directory`),
 	}
+	// Go turns cgo off when no C compiler is on PATH; -race and cgo
+	// packages then fail without naming the compiler.
+	cgoOffRe     = regexp.MustCompile(`(?m)requires cgo; enable cgo by setting CGO_ENABLED=1|build constraints exclude all Go files in .*runtime/cgo`)
 	headerRe     = regexp.MustCompile(`fatal error: ([^\s:]+): No such file or directory`)
 	pkgConfigRes = []*regexp.Regexp{
 		regexp.MustCompile(`Package '?([^\s',]+)'?,? (?:was not found|required by .*, not found)`),
@@ -208,6 +212,33 @@ func missingToolchain(s *Situation) []Delta {
 	}
 	return []Delta{{
 		Reason:   fmt.Sprintf("%s is not on PATH; declare the %s toolchain", cmd, tool),
+		Evidence: s.cite(line),
+		Ops:      ops,
+	}}
+}
+
+// cgoDisabled installs the C toolchain cgo needs (gcc alone lacks the libc
+// headers, which Debian only recommends) and turns cgo on explicitly.
+func cgoDisabled(s *Situation) []Delta {
+	_, line := match(s.Attempt.Log, cgoOffRe)
+	if line == "" {
+		return nil
+	}
+	c := s.Attempt.Contract
+	var ops []Op
+	for _, pkg := range []string{"gcc", "libc6-dev"} {
+		if !slices.Contains(c.SystemPackages, pkg) {
+			ops = append(ops, Op{Kind: AddSystemPackage, Name: pkg})
+		}
+	}
+	if c.Env["CGO_ENABLED"] != "1" {
+		ops = append(ops, Op{Kind: SetEnv, Name: "CGO_ENABLED", Value: "1"})
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return []Delta{{
+		Reason:   "cgo is off because no C compiler is installed; install gcc with the libc headers and enable cgo",
 		Evidence: s.cite(line),
 		Ops:      ops,
 	}}

@@ -67,6 +67,7 @@ func TestRules(t *testing.T) {
 		{name: "jq missing in a dash script", stage: "build", class: traces.MissingCommand, log: "./scripts/check.sh: 5: jq: not found\n", want: "missing-command", op: AddSystemPackage, opName: "jq"},
 		{name: "make missing (bash)", stage: "build", class: traces.MissingCommand, log: "bash: line 1: make: command not found\n", want: "missing-command", op: AddSystemPackage, opName: "make"},
 		{name: "gcc for cgo", stage: "build", class: traces.MissingCommand, log: "# runtime/cgo\ncgo: C compiler \"gcc\" not found: exec: \"gcc\": executable file not found in $PATH\n", want: "missing-command", op: AddSystemPackage, opName: "gcc"},
+		{name: "race without cgo", stage: "verify", class: traces.MissingCommand, log: "go: -race requires cgo; enable cgo by setting CGO_ENABLED=1\n", want: "cgo-disabled", op: AddSystemPackage, opName: "gcc"},
 		{name: "node missing", stage: "build", class: traces.MissingCommand, log: "bash: line 1: npm: command not found\n", want: "missing-toolchain", op: SetToolchain, opName: "node", opVal: "20.11.1"},
 		{name: "zlib header", stage: "build", class: traces.MissingLibrary, log: "src/a.c:3:10: fatal error: zlib.h: No such file or directory\n    3 | #include <zlib.h>\ncompilation terminated.\n", want: "missing-library", op: AddSystemPackage, opName: "zlib1g-dev"},
 		{name: "openssl subdir header", stage: "build", class: traces.MissingLibrary, log: "x.c:1:10: fatal error: openssl/ssl.h: No such file or directory\n", want: "missing-library", op: AddSystemPackage, opName: "libssl-dev"},
