@@ -14,9 +14,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/docker/docker/api/types/container"
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/image"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/bootstrap-dev/bootstrap/discover"
+	"github.com/bootstrap-dev/bootstrap/replay"
 	"github.com/bootstrap-dev/bootstrap/replay/docker"
 )
 
@@ -74,6 +80,7 @@ func TestScripts(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"discover-kinds": cmdDiscoverKinds,
 			"exits":          cmdExits,
+			"no-leftovers":   cmdNoLeftovers,
 		},
 	})
 }
@@ -126,6 +133,51 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdNoLeftovers checks that the replay whose record is RECORD left no
+// container, volume or image on the engine: no-leftovers RECORD. Caches
+// shared between runs (home and toolchain volumes) carry no run label.
+func cmdNoLeftovers(ts *testscript.TestScript, neg bool, args []string) {
+	if neg || len(args) != 1 {
+		ts.Fatalf("usage: no-leftovers RECORD")
+	}
+	var rec struct {
+		Run struct {
+			InvocationID string `json:"invocation_id"`
+		} `json:"run"`
+	}
+	if err := json.Unmarshal([]byte(ts.ReadFile(args[0])), &rec); err != nil {
+		ts.Fatalf("decoding %s: %v", args[0], err)
+	}
+	id := rec.Run.InvocationID
+	if id == "" {
+		ts.Fatalf("%s names no run", args[0])
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	ts.Check(err)
+	defer cli.Close()
+	ctx := context.Background()
+	f := filters.NewArgs(filters.Arg("label", replay.LabelRun+"="+id))
+	cs, err := cli.ContainerList(ctx, container.ListOptions{All: true, Filters: f})
+	ts.Check(err)
+	vs, err := cli.VolumeList(ctx, volume.ListOptions{Filters: f})
+	ts.Check(err)
+	is, err := cli.ImageList(ctx, image.ListOptions{All: true, Filters: f})
+	ts.Check(err)
+	var left []string
+	for _, c := range cs {
+		left = append(left, "container "+c.ID)
+	}
+	for _, v := range vs.Volumes {
+		left = append(left, "volume "+v.Name)
+	}
+	for _, i := range is {
+		left = append(left, "image "+i.ID)
+	}
+	if len(left) > 0 {
+		ts.Fatalf("run %s left behind: %s", id, strings.Join(left, ", "))
 	}
 }
 
