@@ -51,6 +51,10 @@ var skipDirs = map[string]bool{
 	".pytest_cache": true, ".gradle": true, ".yarn": true, ".pnpm-store": true,
 }
 
+// siblings are files no miner reads whose presence still matters: project
+// markers and files a miner looks for beside the one it mines.
+var siblings = map[string]bool{"gradlew": true, "pnpm-workspace.yaml": true, "setup.py": true}
+
 // Run mines snap and returns a sorted Result. Only a cancelled context or an
 // unreadable tree is an error; a malformed file becomes a Result.Errors entry.
 func Run(ctx context.Context, snap *repo.Snapshot, opts ...Option) (*Result, error) {
@@ -82,9 +86,11 @@ func Run(ctx context.Context, snap *repo.Snapshot, opts ...Option) (*Result, err
 			// Symlinks are not mined: the file they name is mined at its own path.
 			return nil
 		}
-		d.seen[p] = true
 		if minerFor(p) != nil {
 			cands = append(cands, p)
+			d.seen[p] = true
+		} else if siblings[e.Name()] {
+			d.seen[p] = true
 		}
 		return nil
 	})
@@ -128,7 +134,9 @@ func Run(ctx context.Context, snap *repo.Snapshot, opts ...Option) (*Result, err
 type run struct {
 	fsys fs.FS
 	cfg  config
-	// seen holds every regular file visited, for markers and siblings (gradlew, lockfiles).
+	// seen holds every regular file visited that is mined or in siblings,
+	// for markers and siblings (gradlew, lockfiles). Other files are left out
+	// to keep a large tree's walk small.
 	seen map[string]bool
 	ev   []Evidence
 	errs []Error
@@ -178,8 +186,13 @@ func lineText(data []byte, n int) string {
 func (d *run) mine(p string, res *Result) {
 	m := minerFor(p)
 	f := &file{path: p, r: d, n: len(d.ev), nerr: len(d.errs)}
-	sum, err := d.read(f, m.head)
+	fh, err := d.fsys.Open(p)
 	if err != nil {
+		f.fail(0, "%v", err)
+		return
+	}
+	defer fh.Close()
+	if err := d.read(f, fh, m.head); err != nil {
 		f.fail(0, "%v", err)
 		return
 	}
@@ -187,52 +200,62 @@ func (d *run) mine(p string, res *Result) {
 		return // binary: nothing to mine
 	}
 	m.fn(f)
-	if len(d.ev) > f.n || len(d.errs) > f.nerr {
-		res.Files[p] = sum
-		for i := f.n; i < len(d.ev); i++ {
-			d.ev[i].SHA256 = sum
-		}
+	if len(d.ev) == f.n && len(d.errs) == f.nerr {
+		return // nothing found: the digest would go unused
+	}
+	sum, err := digest(f, fh)
+	if err != nil {
+		d.ev = d.ev[:f.n]
+		f.fail(0, "hashing: %v", err)
+		return
+	}
+	res.Files[p] = sum
+	for i := f.n; i < len(d.ev); i++ {
+		d.ev[i].SHA256 = sum
 	}
 }
 
-// read fills f.data and returns the file's digest. Head-only files are
-// hashed whole while streaming, keeping just the head in memory.
-func (d *run) read(f *file, head bool) (string, error) {
-	fh, err := d.fsys.Open(f.path)
-	if err != nil {
-		return "", err
-	}
-	defer fh.Close()
+// read fills f.data from fh: the whole file up to the cap, or for a head
+// miner only its start, leaving fh positioned after it.
+func (d *run) read(f *file, fh fs.File, head bool) error {
 	fi, err := fh.Stat()
 	if err != nil {
-		return "", err
+		return err
 	}
-	h := sha256.New()
 	if head {
 		buf := make([]byte, min(fi.Size(), headSize))
 		n, err := io.ReadFull(fh, buf)
 		if err != nil && err != io.ErrUnexpectedEOF {
-			return "", err
+			return err
 		}
 		f.data, f.head = buf[:n], fi.Size() > int64(n)
-		h.Write(f.data)
-		if _, err := io.Copy(h, fh); err != nil {
-			return "", err
-		}
-		return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
+		return nil
 	}
 	if fi.Size() > d.cfg.maxFileSize {
-		return "", fmt.Errorf("too large, skipped (%d bytes, cap %d)", fi.Size(), d.cfg.maxFileSize)
+		return fmt.Errorf("too large, skipped (%d bytes, cap %d)", fi.Size(), d.cfg.maxFileSize)
 	}
 	data, err := io.ReadAll(io.LimitReader(fh, d.cfg.maxFileSize+1))
 	if err != nil {
-		return "", err
+		return err
 	}
 	if int64(len(data)) > d.cfg.maxFileSize {
-		return "", fmt.Errorf("too large, skipped (cap %d)", d.cfg.maxFileSize)
+		// The file grew past the cap after Stat.
+		return fmt.Errorf("too large, skipped (cap %d)", d.cfg.maxFileSize)
 	}
 	f.data = data
-	h.Write(data)
+	return nil
+}
+
+// digest is the sha256 of the whole file: f.data, then for a head-only
+// read the rest streamed from fh without keeping it.
+func digest(f *file, fh fs.File) (string, error) {
+	h := sha256.New()
+	h.Write(f.data)
+	if f.head {
+		if _, err := io.Copy(h, fh); err != nil {
+			return "", err
+		}
+	}
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 

@@ -374,6 +374,14 @@ project('mes', 'c')
 AC_INIT([x], [1])
 -- ac/configure --
 #!/bin/sh
+-- pysetup/setup.py --
+from setuptools import setup
+-- pn/pnpm-workspace.yaml --
+packages: ["packages/*"]
+-- pn/package.json --
+{"name": "root"}
+-- pn/packages/a/package.json --
+{"name": "a"}
 -- node_modules/pkg/package.json --
 {"name": "dep"}
 -- vendor/go.mod --
@@ -401,7 +409,8 @@ func TestMinersOtherEcosystems(t *testing.T) {
 	for _, p := range res.Projects {
 		roots = append(roots, p.Root+"="+strings.Join(p.Markers, "+"))
 	}
-	want := "ac=configure c=CMakeLists.txt java=pom.xml kt=build.gradle.kts py=pyproject.toml+requirements.txt rb=Gemfile rs=Cargo.toml"
+	// setup.py and pnpm-workspace.yaml are never mined, yet still shape projects.
+	want := "ac=configure c=CMakeLists.txt java=pom.xml kt=build.gradle.kts pn=package.json py=pyproject.toml+requirements.txt pysetup=setup.py rb=Gemfile rs=Cargo.toml"
 	if got := strings.Join(roots, " "); got != want {
 		t.Errorf("projects = %s\nwant       %s", got, want)
 	}

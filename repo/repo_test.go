@@ -256,3 +256,42 @@ func TestTarDeterministic(t *testing.T) {
 		}
 	}
 }
+
+// TestWorktreeDirectAccess opens paths without walking to them first, so
+// every directory's verdict is computed cold, through ignored parents,
+// escaping symlinks and symlinks that stay inside.
+func TestWorktreeDirectAccess(t *testing.T) {
+	root, outside := t.TempDir(), t.TempDir()
+	write(t, outside, "dir/secret.txt", "no")
+	write(t, root, ".gitignore", "build/\n")
+	write(t, root, "build/deep/out.txt", "x")
+	write(t, root, "src/.gitignore", "*.gen\n")
+	write(t, root, "src/a/b.go", "package a")
+	write(t, root, "src/a/c.gen", "x")
+	write(t, root, "src/file", "x")
+	if err := os.Symlink(filepath.Join(outside, "dir"), filepath.Join(root, "esc")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("src", filepath.Join(root, "alias")); err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := newWorktreeFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"build/deep/out.txt", "build/deep", "esc/secret.txt", "esc", "src/a/c.gen", "alias/a/c.gen", "src/file/x", "missing/x"} {
+		if _, err := fs.Stat(fsys, name); !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("Stat(%q) = %v, want ErrNotExist", name, err)
+		}
+	}
+	if _, err := fs.ReadDir(fsys, "build/deep"); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("ReadDir(build/deep) = %v, want ErrNotExist", err)
+	}
+	if b, err := fs.ReadFile(fsys, "alias/a/b.go"); err != nil || string(b) != "package a" {
+		t.Errorf("ReadFile through an inside symlink: %q, %v", b, err)
+	}
+	ents, err := fs.ReadDir(fsys, "alias/a")
+	if err != nil || len(ents) != 1 || ents[0].Name() != "b.go" {
+		t.Errorf("ReadDir(alias/a) = %v, %v; want only b.go", ents, err)
+	}
+}

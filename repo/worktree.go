@@ -21,9 +21,20 @@ type worktreeFS struct {
 	root string
 
 	mu sync.Mutex
-	// patterns caches, per directory ("." for the root), the ignore patterns
-	// in force there: its ancestors' plus its own .gitignore, in precedence order.
-	patterns map[string][]gitignore.Pattern
+	// dirs caches every directory found visible ("." for the root), so a
+	// path is checked against its parent's cached state instead of by
+	// re-walking all its ancestors.
+	dirs map[string]*dirState
+}
+
+// dirState is a visible directory and the ignore rules in force inside it.
+type dirState struct {
+	// patterns are its ancestors' plus its own .gitignore, in precedence order.
+	patterns []gitignore.Pattern
+	// matcher is built once over patterns and shared by every entry.
+	matcher gitignore.Matcher
+	// parts is the directory's slash path split, nil for the root.
+	parts []string
 }
 
 var (
@@ -33,7 +44,6 @@ var (
 )
 
 func newWorktreeFS(root string) (*worktreeFS, error) {
-	w := &worktreeFS{root: root, patterns: map[string][]gitignore.Pattern{}}
 	base, err := readIgnoreFile(filepath.Join(root, ".git", "info", "exclude"), nil)
 	if err != nil {
 		return nil, err
@@ -42,8 +52,10 @@ func newWorktreeFS(root string) (*worktreeFS, error) {
 	if err != nil {
 		return nil, err
 	}
-	w.patterns["."] = append(base, own...)
-	return w, nil
+	ps := append(base, own...)
+	return &worktreeFS{root: root, dirs: map[string]*dirState{
+		".": {patterns: ps, matcher: gitignore.NewMatcher(ps)},
+	}}, nil
 }
 
 func readIgnoreFile(file string, domain []string) ([]gitignore.Pattern, error) {
@@ -68,40 +80,73 @@ func readIgnoreFile(file string, domain []string) ([]gitignore.Pattern, error) {
 	return ps, nil
 }
 
-// dirPatterns returns the patterns in force inside dir, which must be a
-// visible directory.
-func (w *worktreeFS) dirPatterns(dir string) []gitignore.Pattern {
-	w.mu.Lock()
-	ps, ok := w.patterns[dir]
-	w.mu.Unlock()
-	if ok {
-		return ps
-	}
-	parent := w.dirPatterns(path.Dir(dir))
-	own, _ := readIgnoreFile(filepath.Join(w.root, filepath.FromSlash(dir), ".gitignore"), strings.Split(dir, "/"))
-	ps = parent
-	if len(own) > 0 {
-		ps = append(append(make([]gitignore.Pattern, 0, len(parent)+len(own)), parent...), own...)
-	}
-	w.mu.Lock()
-	w.patterns[dir] = ps
-	w.mu.Unlock()
-	return ps
+// scratch is a path for ignored: d's parts plus a slot for the entry name,
+// so a whole listing is matched with one allocation.
+func (d *dirState) scratch() []string {
+	return append(d.parts[:len(d.parts):len(d.parts)], "")
 }
 
-func (w *worktreeFS) ignored(dir, name string, isDir bool) bool {
+// ignored reports whether name, an entry of d, is ignored; p comes from
+// d.scratch. .git never shows.
+func (d *dirState) ignored(p []string, name string, isDir bool) bool {
 	if name == ".git" {
 		return true
 	}
-	ps := w.dirPatterns(dir)
-	if len(ps) == 0 {
+	if len(d.patterns) == 0 {
 		return false
 	}
-	var parts []string
-	if dir != "." {
-		parts = strings.Split(dir, "/")
+	p[len(p)-1] = name
+	return d.matcher.Match(p, isDir)
+}
+
+// dir returns the state of directory name, or nil when it is absent,
+// ignored, not a directory, or reached through a symlink that escapes.
+// Only name's last component is checked; its parent comes from the cache.
+func (w *worktreeFS) dir(name string) *dirState {
+	w.mu.Lock()
+	d, ok := w.dirs[name]
+	w.mu.Unlock()
+	if ok {
+		return d
 	}
-	return gitignore.NewMatcher(ps).Match(append(parts, name), isDir)
+	parent := w.dir(path.Dir(name))
+	if parent == nil {
+		return nil
+	}
+	osPath := filepath.Join(w.root, filepath.FromSlash(name))
+	isDir, ok := w.visible(osPath)
+	if !ok || !isDir || parent.ignored(parent.scratch(), path.Base(name), true) {
+		return nil
+	}
+	parts := strings.Split(name, "/")
+	// An unreadable .gitignore ignores nothing rather than hiding the directory.
+	own, _ := readIgnoreFile(filepath.Join(osPath, ".gitignore"), parts)
+	d = &dirState{patterns: parent.patterns, matcher: parent.matcher, parts: parts}
+	if len(own) > 0 {
+		d.patterns = append(append(make([]gitignore.Pattern, 0, len(parent.patterns)+len(own)), parent.patterns...), own...)
+		d.matcher = gitignore.NewMatcher(d.patterns)
+	}
+	w.mu.Lock()
+	w.dirs[name] = d
+	w.mu.Unlock()
+	return d
+}
+
+// visible lstats osPath and reports whether it is a directory (following a
+// symlink that stays inside) and whether it may be served at all.
+func (w *worktreeFS) visible(osPath string) (isDir, ok bool) {
+	fi, err := os.Lstat(osPath)
+	if err != nil {
+		return false, false
+	}
+	if fi.Mode()&fs.ModeSymlink == 0 {
+		return fi.IsDir(), true
+	}
+	if !w.inside(osPath) {
+		return false, false
+	}
+	st, err := os.Stat(osPath)
+	return err == nil && st.IsDir(), true
 }
 
 // inside reports whether the real path of p stays under the root.
@@ -114,8 +159,8 @@ func (w *worktreeFS) inside(p string) bool {
 	return err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator))
 }
 
-// check walks name's components, refusing ignored ones and symlinks that
-// escape; it returns the OS path.
+// check refuses name when it or its directory is ignored or reached through
+// an escaping symlink; it returns the OS path.
 func (w *worktreeFS) check(op, name string) (string, error) {
 	if !fs.ValidPath(name) {
 		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
@@ -123,32 +168,14 @@ func (w *worktreeFS) check(op, name string) (string, error) {
 	if name == "." {
 		return w.root, nil
 	}
-	dir := "."
-	parts := strings.Split(name, "/")
-	osPath := w.root
-	for i, p := range parts {
-		osPath = filepath.Join(osPath, p)
-		fi, err := os.Lstat(osPath)
-		if err != nil {
-			return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
-		}
-		isDir := fi.IsDir()
-		if fi.Mode()&fs.ModeSymlink != 0 {
-			if !w.inside(osPath) {
-				return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
-			}
-			if st, err := os.Stat(osPath); err == nil {
-				isDir = st.IsDir()
-			}
-		}
-		if w.ignored(dir, p, isDir || i < len(parts)-1) {
-			return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
-		}
-		if dir == "." {
-			dir = p
-		} else {
-			dir += "/" + p
-		}
+	parent := w.dir(path.Dir(name))
+	if parent == nil {
+		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
+	}
+	osPath := filepath.Join(w.root, filepath.FromSlash(name))
+	isDir, ok := w.visible(osPath)
+	if !ok || parent.ignored(parent.scratch(), path.Base(name), isDir) {
+		return "", &fs.PathError{Op: op, Path: name, Err: fs.ErrNotExist}
 	}
 	return osPath, nil
 }
@@ -223,19 +250,20 @@ func (w *worktreeFS) ReadDir(name string) ([]fs.DirEntry, error) {
 
 // filter drops ignored entries and escaping symlinks; os.ReadDir already sorts.
 func (w *worktreeFS) filter(dir, osDir string, ents []os.DirEntry) []fs.DirEntry {
-	out := ents[:0]
+	d := w.dir(dir)
+	if d == nil {
+		return nil
+	}
+	out, p := ents[:0], d.scratch()
 	for _, e := range ents {
 		isDir := e.IsDir()
 		if e.Type()&fs.ModeSymlink != 0 {
-			target := filepath.Join(osDir, e.Name())
-			if !w.inside(target) {
+			var ok bool
+			if isDir, ok = w.visible(filepath.Join(osDir, e.Name())); !ok {
 				continue
 			}
-			if st, err := os.Stat(target); err == nil {
-				isDir = st.IsDir()
-			}
 		}
-		if w.ignored(dir, e.Name(), isDir) {
+		if d.ignored(p, e.Name(), isDir) {
 			continue
 		}
 		out = append(out, e)
