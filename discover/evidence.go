@@ -70,93 +70,136 @@ type Result struct {
 // are listed beside it; a planner may rely on them.
 type Kind string
 
-// Evidence kinds.
+// Evidence kinds. A fact listed without a condition is always set, though
+// possibly to ""; "when present" marks one set only when the file has it.
 const (
-	// Shell commands in documentation, one per command line of a fenced
-	// shell block (sh, bash, shell, console, zsh, or unlabeled blocks whose
-	// lines start with "$ "). Facts: command, heading (the nearest heading
-	// above, as written), doc (README, AGENTS, CONTRIBUTING).
+	// Shell commands in documentation (README, README.md, .markdown, .txt,
+	// .rst; AGENTS.md; CONTRIBUTING.md), one per command line of a fenced
+	// block labeled sh, bash, shell, console, zsh, shell-session,
+	// shellsession or terminal, or unlabeled but using "$ " prompts. In a
+	// block with prompts only prompted lines count, the "$ " removed;
+	// trailing backslashes join lines. Facts: command, heading (the nearest
+	// heading above, without its #s; "" before any), doc (README, AGENTS,
+	// CONTRIBUTING).
 	KindDocCommand Kind = "doc.command"
 
-	// GitHub Actions. Facts common to all: workflow (file), job (job id),
-	// runs-on (as written, may be "${{ matrix.os }}").
-	// KindGHARun: run (the whole script), step (name or index), shell,
-	// working-directory (step's, else job default), env.<NAME> (step env merged
-	// over job and workflow env).
+	// GitHub Actions (.github/workflows/*.yml, *.yaml). Every kind sets
+	// workflow (the file's base name); every kind but a workflow-level
+	// KindGHAEnv also sets job (the job id) and runs-on (as written, may be
+	// "${{ matrix.os }}"; a list is comma separated).
+	// KindGHARun: one run step. Facts: run (the whole script, trailing
+	// newlines trimmed), step (name, else the 1-based index), shell,
+	// working-directory (step's, else job default, else workflow default),
+	// env.<NAME> for each variable in force (step env over job over
+	// workflow env).
 	KindGHARun Kind = "gha.run"
-	// KindGHAUses: uses (action@ref), step, with.<key> for each input.
+	// KindGHAUses: one uses step. Facts: uses (action@ref), step, with.<key>
+	// for each input.
 	KindGHAUses Kind = "gha.uses"
-	// KindGHASetup: a setup-go / setup-node / setup-python / setup-java /
-	// rust-toolchain step. Facts: tool (go, node, python, java, rust), version
-	// (as written; may name a matrix variable), version-file, cache.
+	// KindGHASetup: a uses step of actions/setup-go, setup-node,
+	// setup-python or setup-java, dtolnay/rust-toolchain, actions-rs/toolchain
+	// or actions-rust-lang/setup-rust-toolchain, beside its KindGHAUses.
+	// Facts: tool (go, node, python, java, rust), version (the version input
+	// as written, may name a matrix variable; for dtolnay/rust-toolchain
+	// without one, the ref), cache; version-file for all but the rust actions.
 	KindGHASetup Kind = "gha.setup"
-	// KindGHAMatrix: one matrix axis. Facts: key, values (comma separated, in order).
+	// KindGHAMatrix: one matrix axis. Facts: key, values (comma separated,
+	// in order). An axis gathered from the include: entries (the values of
+	// that key across entries, in order) also sets include ("true");
+	// exclude: is not reported.
 	KindGHAMatrix Kind = "gha.matrix"
 	// KindGHAService: a job service container. Facts: name, image.
 	KindGHAService Kind = "gha.service"
-	// KindGHAEnv: a workflow or job env entry. Facts: name, value, scope (workflow or job).
+	// KindGHAEnv: a workflow or job env entry. Facts: name, value, scope
+	// (workflow or job); job and runs-on only when scope is job.
 	KindGHAEnv Kind = "gha.env"
 
-	// GitLab CI: one line of a job's before_script or script. Facts: job,
-	// stage, run, image, section (before_script or script).
+	// GitLab CI (.gitlab-ci.yml at the root): one entry of a visible job's
+	// before_script (its own, else default's or the top-level one) or
+	// script. Facts: job, stage ("test" when unset), run (the entry, which
+	// may span lines), image (job's, else default's or top-level; may be
+	// ""), section (before_script or script).
 	KindGitLabScript Kind = "gitlab.script"
 
-	// Build runners. Facts: target (or task), recipe (commands joined by newlines).
+	// Build runners, one entry per target or task; recipe is the commands
+	// joined by newlines. KindMakeTarget (Makefile, makefile, GNUmakefile)
+	// facts: target, recipe. KindTask (Taskfile.yml, Taskfile.yaml,
+	// taskfile.yml) facts: task, recipe (a "task: x" call appears as
+	// "task x"). KindMageTarget (one exported function) facts: target,
+	// recipe (always "").
 	KindMakeTarget Kind = "make.target"
 	KindTask       Kind = "task.task"
 	KindMageTarget Kind = "mage.target"
 
-	// Go. KindGoMod facts: module, go, toolchain. KindGoWork facts: go,
-	// toolchain, use (comma separated). KindGoVersionFile facts: version.
+	// Go. KindGoMod facts: module, go, toolchain, each when present.
+	// KindGoWork facts: go and toolchain when present, use (comma
+	// separated, always set). KindGoVersionFile (.go-version) facts:
+	// version (first word of the first non-comment line).
 	KindGoMod         Kind = "go.mod"
 	KindGoWork        Kind = "go.work"
 	KindGoVersionFile Kind = "go.version-file"
 
 	// Node. KindPackageJSON facts: name, engines.node, engines.npm,
-	// packageManager, workspaces (comma separated), private.
+	// packageManager, workspaces (comma separated globs, from a list or
+	// {"packages": [...]}), private ("true" or "false").
 	// KindPackageScript: one scripts entry. Facts: name, command.
-	// KindLockfile facts: manager (npm, yarn, pnpm, bun), format (lockfileVersion,
-	// "1" or "berry" for yarn, text/binary for bun).
+	// KindLockfile (package-lock.json, npm-shrinkwrap.json, yarn.lock,
+	// pnpm-lock.yaml, bun.lock, bun.lockb) facts: manager (npm, yarn, pnpm,
+	// bun), format (npm and pnpm: lockfileVersion, "" if not in the first
+	// 64 KiB; yarn: "1" or "berry"; bun: "text" or "binary").
 	// KindNodeVersionFile (.nvmrc, .node-version) facts: version.
 	KindPackageJSON     Kind = "node.package"
 	KindPackageScript   Kind = "node.script"
 	KindLockfile        Kind = "lockfile"
 	KindNodeVersionFile Kind = "node.version-file"
 
-	// KindToolVersions: one line of .tool-versions. Facts: tool, version.
+	// KindToolVersions: one line of .tool-versions. Facts: tool, version
+	// (the first one listed).
 	KindToolVersions Kind = "tool-versions"
 
-	// Python. KindPyProject facts: name, requires-python, build-backend, tools
-	// (comma separated [tool.X] tables: poetry, uv, hatch, pdm, pytest, ...).
-	// KindPyRequirements facts: file, count. KindPyLock facts: manager (poetry,
-	// uv, pipenv). KindPipfile facts: python_version.
+	// Python. KindPyProject facts: name and requires-python ([project], else
+	// [tool.poetry] name and dependencies.python), build-backend, tools
+	// (sorted, comma separated [tool.X] tables: poetry, uv, hatch, pdm,
+	// pytest, ...). KindPyRequirements (requirements*.txt) facts: file (base
+	// name), count (requirement lines, options and comments left out).
+	// KindPyLock facts: manager (poetry for poetry.lock, uv for uv.lock,
+	// pipenv for Pipfile.lock); format for poetry.lock and uv.lock only (the
+	// lock-version or version at the top level, "" if not in the first
+	// 64 KiB). KindPipfile facts: python_version.
 	KindPyProject      Kind = "python.pyproject"
 	KindPyRequirements Kind = "python.requirements"
 	KindPyLock         Kind = "python.lock"
 	KindPipfile        Kind = "python.pipfile"
 
-	// Rust. KindCargo facts: name, edition, rust-version, workspace ("true").
-	// KindRustToolchain facts: channel.
+	// Rust. KindCargo facts: name, edition, rust-version (as written, or
+	// "workspace" when inherited); workspace ("true") when a [workspace]
+	// table is present. KindRustToolchain (rust-toolchain, rust-toolchain.toml)
+	// facts: channel.
 	KindCargo         Kind = "rust.cargo"
 	KindRustToolchain Kind = "rust.toolchain"
 
-	// JVM. KindMaven facts: artifactId, java (maven.compiler.release/source).
-	// KindGradle facts: file, wrapper ("true" when gradlew exists).
+	// JVM. KindMaven facts: artifactId, java (maven.compiler.release, else
+	// maven.compiler.source, else java.version). KindGradle (build.gradle,
+	// build.gradle.kts) facts: file, wrapper ("true" when gradlew is beside
+	// it, else "false").
 	KindMaven  Kind = "java.maven"
 	KindGradle Kind = "java.gradle"
 
 	// Ruby. KindGemfile facts: ruby.
 	KindGemfile Kind = "ruby.gemfile"
 
-	// C and C++. KindCMake facts: minimum, project. KindConfigure facts: file
-	// (configure, configure.ac). KindMeson facts: project.
+	// C and C++. KindCMake facts: minimum, project, each when present.
+	// KindConfigure facts: file (configure, configure.ac). KindMeson facts:
+	// project when present.
 	KindCMake     Kind = "c.cmake"
 	KindConfigure Kind = "c.configure"
 	KindMeson     Kind = "c.meson"
 
-	// Containers. KindDockerfile: one instruction. Facts: instruction (FROM,
-	// RUN, ...), args. KindDevcontainer facts: image, postCreateCommand,
-	// features (comma separated).
+	// Containers. KindDockerfile (Dockerfile, Containerfile, Dockerfile.*,
+	// *.Dockerfile): one instruction, continuation lines joined. Facts:
+	// instruction (upper-cased: FROM, RUN, ...), args. KindDevcontainer facts:
+	// image, postCreateCommand (a string as is, else its JSON), features
+	// (sorted, comma separated).
 	KindDockerfile   Kind = "container.dockerfile"
 	KindDevcontainer Kind = "container.devcontainer"
 )
