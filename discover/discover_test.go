@@ -340,6 +340,13 @@ black \
 requests
 -- py/uv.lock --
 version = 1
+-- poe/poetry.lock --
+[[package]]
+name = "anyio"
+version = "4.3.0"
+
+[metadata]
+lock-version = "2.0"
 -- py/Pipfile --
 [requires]
 python_version = "3.11"
@@ -394,6 +401,7 @@ func TestMinersOtherEcosystems(t *testing.T) {
 		{KindPyProject, "py/pyproject.toml:4", map[string]string{"name": "pkg", "requires-python": ">=3.10", "build-backend": "hatchling.build", "tools": "pytest,uv"}, "py"},
 		{KindPyRequirements, "py/requirements-dev.txt", map[string]string{"count": "2"}, "py"},
 		{KindPyLock, "py/uv.lock:1", map[string]string{"manager": "uv", "format": "1"}, "py"},
+		{KindPyLock, "poe/poetry.lock:6", map[string]string{"manager": "poetry", "format": "2.0"}, ""},
 		{KindPipfile, "py/Pipfile:1", map[string]string{"python_version": "3.11"}, "py"},
 		{KindCargo, "rs/Cargo.toml:1", map[string]string{"name": "crate", "edition": "2021", "rust-version": "1.70"}, "rs"},
 		{KindRustToolchain, "rs/rust-toolchain.toml:1", map[string]string{"channel": "1.75.0"}, "rs"},

@@ -60,7 +60,10 @@ func workspaceGlobs(raw json.RawMessage) []string {
 var (
 	npmLockRE  = regexp.MustCompile(`"lockfileVersion"\s*:\s*(\d+)`)
 	yamlLockRE = regexp.MustCompile(`(?m)^lockfileVersion:\s*['"]?([0-9.]+)`)
-	tomlLockRE = regexp.MustCompile(`(?m)^(?:lock-)?version\s*=\s*['"]?([0-9.]+)`)
+	uvLockRE   = regexp.MustCompile(`(?m)^version\s*=\s*['"]?([0-9.]+)`)
+	// Poetry's lock-version sits in [metadata] at the end; a bare "version ="
+	// there is a package's, not the format's.
+	poetryLockRE = regexp.MustCompile(`(?m)^lock-version\s*=\s*['"]?([0-9.]+)`)
 )
 
 // mineLockfile records a lockfile's manager and format from its head only.
@@ -95,8 +98,11 @@ func mineLockfile(f *file) {
 	case "poetry.lock", "uv.lock", "Pipfile.lock":
 		kind = KindPyLock
 		facts["manager"] = map[string]string{"poetry.lock": "poetry", "uv.lock": "uv", "Pipfile.lock": "pipenv"}[base]
-		if base != "Pipfile.lock" {
-			facts["format"] = find(tomlLockRE)
+		switch base {
+		case "poetry.lock":
+			facts["format"] = find(poetryLockRE)
+		case "uv.lock":
+			facts["format"] = find(uvLockRE)
 		}
 	}
 	excerpt := base
