@@ -1,9 +1,6 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -15,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
-	"github.com/bootstrap-dev/bootstrap/discover"
 	"github.com/bootstrap-dev/bootstrap/llm"
 	"github.com/bootstrap-dev/bootstrap/plan"
 	"github.com/bootstrap-dev/bootstrap/replay"
@@ -80,62 +76,58 @@ func target(cmd *cobra.Command, arg, into string) (string, error) {
 
 func runSynth(cmd *cobra.Command, dir string, f *replayFlags, budget synth.Budget, model string, noLLM, fresh bool) error {
 	ctx := cmd.Context()
-	stderr := cmd.ErrOrStderr()
 	snap, err := f.snapshot(ctx, dir)
 	if err != nil {
 		return err
 	}
-	ev, err := discover.Run(ctx, snap)
-	if err != nil {
-		return err
-	}
-	bdir := filepath.Join(dir, contract.Dir)
-	file := filepath.Join(bdir, contract.File)
-	draft, from, err := startingContract(ctx, file, ev, fresh)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stderr, "starting from %s\n", from)
-
 	e, err := newEngine(ctx)
 	if err != nil {
 		return err
 	}
 	defer e.Close()
-	warm, err := newRunner(cmd, f, e)
+	s, err := newSession(cmd, f, e, budget, model, noLLM)
 	if err != nil {
 		return err
+	}
+	s.Fresh = fresh
+	out, err := s.Run(ctx, dir, snap)
+	printSummary(cmd.OutOrStdout(), out, filepath.Join(dir, contract.Dir, contract.File))
+	if err != nil {
+		return err
+	}
+	if !out.Verified {
+		return &failure{"no contract verified: " + out.Diagnosis}
+	}
+	return nil
+}
+
+// newSession wires a synth session to the engine: a warm and a cold
+// runner, the planner's version resolver, and the LLM when one is configured.
+func newSession(cmd *cobra.Command, f *replayFlags, e replay.Engine, budget synth.Budget, model string, noLLM bool) (*synth.Session, error) {
+	stderr := cmd.ErrOrStderr()
+	warm, err := newRunner(cmd, f, e)
+	if err != nil {
+		return nil, err
 	}
 	coldFlags := *f
 	coldFlags.noCache = true
 	cold, err := newRunner(cmd, &coldFlags, e)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	runs := filepath.Join(bdir, "runs")
-	opts := []synth.Option{synth.WithBudget(budget), synth.WithResolver(plan.NewRules().Resolve), synth.WithProgress(stderr)}
+	rules := plan.NewRules()
+	opts := []synth.Option{synth.WithBudget(budget), synth.WithResolver(rules.Resolve), synth.WithProgress(stderr)}
 	if use, why := useLLM(noLLM); use {
 		cache, err := cacheDir()
 		if err != nil {
-			return err
+			return nil, err
 		}
 		opts = append(opts, synth.WithReviser(llm.New(os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_BASE_URL"), nil, llm.WithModel(model), llm.WithCacheDir(filepath.Join(cache, "llm")))))
 		fmt.Fprintf(stderr, "LLM reviser: %s at %s\n", model, endpoint())
 	} else {
 		fmt.Fprintf(stderr, "rules only, no tokens spent (%s)\n", why)
 	}
-	out, runErr := synth.New(&synth.Replayer{Warm: warm, Cold: cold, Snapshot: snap, RunsDir: runs}, opts...).Run(ctx, draft, ev)
-	if err := writeSynth(bdir, out, runs); err != nil {
-		return errors.Join(runErr, err)
-	}
-	printSummary(cmd.OutOrStdout(), out, file)
-	if runErr != nil {
-		return runErr
-	}
-	if !out.Verified {
-		return &failure{"no contract verified: " + out.Diagnosis}
-	}
-	return nil
+	return &synth.Session{Warm: warm, Cold: cold, Planner: rules, Options: opts, Log: stderr}, nil
 }
 
 // useLLM says whether an LLM will be asked, and why not when it won't.
@@ -154,103 +146,6 @@ func endpoint() string {
 		return u
 	}
 	return "the default endpoint"
-}
-
-// startingContract is the committed contract when there is a valid one,
-// else the rule planner's draft.
-func startingContract(ctx context.Context, file string, ev *discover.Result, fresh bool) (*contract.Contract, string, error) {
-	if !fresh {
-		c, err := contract.Load(file)
-		if err == nil {
-			return c, file, nil
-		}
-		if !errors.Is(err, os.ErrNotExist) {
-			return nil, "", fmt.Errorf("%w (use --fresh to plan anew)", err)
-		}
-	}
-	c, err := plan.NewRules().Plan(ctx, ev)
-	if err != nil {
-		return nil, "", err
-	}
-	return c, "the rule planner's draft", nil
-}
-
-// writeSynth keeps everything a person needs to continue, verified or not:
-// the best contract, the agent context, the summary; and the final cold
-// attempt's record and provenance when it verified.
-func writeSynth(bdir string, out *synth.Outcome, runs string) error {
-	if out == nil || out.Contract == nil {
-		return nil
-	}
-	if err := contract.Save(filepath.Join(bdir, contract.File), out.Contract); err != nil {
-		return err
-	}
-	if err := contract.WriteFileAtomic(filepath.Join(bdir, "AGENTS.md"), synth.AgentContext(out.Contract, out.Verified)); err != nil {
-		return err
-	}
-	if err := contract.WriteFileAtomic(filepath.Join(bdir, ".gitignore"), []byte("# traces and logs of each replay; the contract, record and provenance are committed\nruns/\ntrace.jsonl\nlogs/\n")); err != nil {
-		return err
-	}
-	sum, err := json.MarshalIndent(summary(out), "", "  ")
-	if err != nil {
-		return err
-	}
-	if err := contract.WriteFileAtomic(filepath.Join(runs, "synth.json"), append(sum, '\n')); err != nil {
-		return err
-	}
-	if !out.Verified {
-		return nil
-	}
-	last := out.Attempts[len(out.Attempts)-1]
-	src := filepath.Dir(last.TracePath)
-	for _, name := range []string{replay.RecordFile, replay.ProvenanceFile} {
-		b, err := os.ReadFile(filepath.Join(src, name))
-		if err != nil {
-			return fmt.Errorf("copying the final record: %w", err)
-		}
-		if err := contract.WriteFileAtomic(filepath.Join(bdir, name), b); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-type attemptSummary struct {
-	N       int     `json:"n"`
-	Verdict string  `json:"verdict"`
-	Step    string  `json:"step,omitempty"`
-	Class   string  `json:"class,omitempty"`
-	Subject string  `json:"subject,omitempty"`
-	Seconds float64 `json:"seconds"`
-	Cached  bool    `json:"cached,omitempty"`
-	Trace   string  `json:"trace,omitempty"`
-}
-
-type synthSummary struct {
-	Verified   bool             `json:"verified"`
-	Iterations int              `json:"iterations"`
-	Seconds    float64          `json:"seconds"`
-	Tokens     int              `json:"tokens"`
-	UsedLLM    bool             `json:"used_llm"`
-	Attempts   []attemptSummary `json:"attempts"`
-	Deltas     []synth.Logged   `json:"deltas"`
-	Diagnosis  string           `json:"diagnosis,omitempty"`
-}
-
-func summary(out *synth.Outcome) synthSummary {
-	s := synthSummary{Verified: out.Verified, Iterations: len(out.Attempts), Seconds: out.Elapsed.Seconds(), Tokens: out.Tokens, UsedLLM: out.UsedLLM, Deltas: out.Deltas, Diagnosis: out.Diagnosis}
-	for _, a := range out.Attempts {
-		as := attemptSummary{N: a.N, Verdict: "pass", Seconds: a.Duration.Seconds(), Cached: a.Cached, Trace: a.TracePath}
-		if !a.Pass {
-			as.Verdict = "fail"
-			as.Step = a.StepRef()
-			if a.Failure != nil {
-				as.Class, as.Subject = string(a.Failure.Class), a.Failure.Subject
-			}
-		}
-		s.Attempts = append(s.Attempts, as)
-	}
-	return s
 }
 
 func printSummary(w io.Writer, out *synth.Outcome, file string) {
