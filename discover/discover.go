@@ -30,7 +30,8 @@ type config struct {
 type Option func(*config)
 
 // WithMaxFileSize caps the bytes read from one file; a larger file becomes an
-// Error "too large, skipped" and is never read.
+// Error "too large, skipped" with its path and is never read. Lockfiles are
+// exempt: only their first 64 KiB are kept, the rest streamed into the digest.
 func WithMaxFileSize(n int64) Option {
 	return func(c *config) { c.maxFileSize = n }
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -496,6 +497,89 @@ func TestBinaryAndSizeCap(t *testing.T) {
 		t.Error("a file over the cap was hashed")
 	}
 }
+
+// TestSizeCapReported checks that a file over the cap is left out of Files
+// but named in Errors, whichever way the snapshot was read: a working tree,
+// a git revision, or a file that outgrows its Stat size while being read.
+func TestSizeCapReported(t *testing.T) {
+	root := t.TempDir()
+	r, err := git.PlainInit(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTree(t, root, map[string]string{
+		"Makefile":              strings.Repeat("# pad\n", 200) + "all:\n\ttrue\n",
+		"docs/README.md":        "```sh\nmake\n```\n",
+		"web/package-lock.json": `{"lockfileVersion": 3, "pad": "` + strings.Repeat("x", 2000) + `"}`,
+	})
+	wt, _ := r.Worktree()
+	if err := wt.AddGlob("."); err != nil {
+		t.Fatal(err)
+	}
+	sig := &object.Signature{Name: "t", Email: "t@example.com", When: time.Unix(1700000000, 0)}
+	if _, err := wt.Commit("one", &git.CommitOptions{Author: sig, Committer: sig}); err != nil {
+		t.Fatal(err)
+	}
+	for _, rev := range []string{"", "HEAD"} {
+		res, err := Dir(context.Background(), root, rev, WithMaxFileSize(1000))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Errors) != 1 || res.Errors[0].Path != "Makefile" || res.Errors[0].Line != 0 ||
+			!strings.Contains(res.Errors[0].Msg, "too large, skipped") {
+			t.Errorf("rev %q: errors = %+v, want one for Makefile", rev, res.Errors)
+		}
+		if _, ok := res.Files["Makefile"]; ok {
+			t.Errorf("rev %q: Makefile over the cap listed in Files", rev)
+		}
+		// Lockfiles are read by their head only, so the cap does not apply.
+		if res.Files["web/package-lock.json"] == "" || res.Files["docs/README.md"] == "" {
+			t.Errorf("rev %q: files = %v", rev, res.Files)
+		}
+	}
+
+	grown := growingFS{MapFS: fstest.MapFS{"Dockerfile": {Data: []byte("FROM x\n" + strings.Repeat("RUN y\n", 300))}}}
+	res := runFS(t, grown.MapFS, WithMaxFileSize(100))
+	if len(res.Errors) != 1 || res.Errors[0].Path != "Dockerfile" {
+		t.Fatalf("Stat-sized file: errors = %+v", res.Errors)
+	}
+	res, err = Run(context.Background(), &repo.Snapshot{FS: grown}, WithMaxFileSize(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Errors) != 1 || res.Errors[0].Path != "Dockerfile" || !strings.Contains(res.Errors[0].Msg, "too large, skipped") {
+		t.Errorf("grown file: errors = %+v", res.Errors)
+	}
+	if len(res.Evidence) != 0 || len(res.Files) != 0 {
+		t.Errorf("grown file mined: %+v, files %v", res.Evidence, res.Files)
+	}
+}
+
+// growingFS reports every file as one byte long, as if each grew between
+// Stat and read.
+type growingFS struct{ fstest.MapFS }
+
+func (g growingFS) Open(name string) (fs.File, error) {
+	f, err := g.MapFS.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	if fi, err := f.Stat(); err == nil && !fi.IsDir() {
+		return oneByteStat{f}, nil
+	}
+	return f, nil
+}
+
+type oneByteStat struct{ fs.File }
+
+func (f oneByteStat) Stat() (fs.FileInfo, error) {
+	fi, err := f.File.Stat()
+	return oneByteInfo{fi}, err
+}
+
+type oneByteInfo struct{ fs.FileInfo }
+
+func (oneByteInfo) Size() int64 { return 1 }
 
 func TestDeterministic(t *testing.T) {
 	fsys := mapFS(t, monorepo)

@@ -62,7 +62,9 @@ type Result struct {
 	Projects []Project  `json:"projects"`
 	Evidence []Evidence `json:"evidence"`
 	Errors   []Error    `json:"errors,omitempty"`
-	// Files maps every file that produced evidence or an error to its sha256.
+	// Files maps every file that produced evidence or an error to its
+	// sha256. A file over the size cap is never read, so it is absent here
+	// and named in Errors ("too large, skipped") instead.
 	Files map[string]string `json:"files"`
 }
 
