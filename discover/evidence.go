@@ -93,7 +93,8 @@ const (
 	// newlines trimmed), step (name, else the 1-based index), shell,
 	// working-directory (step's, else job default, else workflow default),
 	// env.<NAME> for each variable in force (step env over job over
-	// workflow env).
+	// workflow env), if (the job's and the step's if: conditions joined by
+	// " && ", set only when there is one).
 	KindGHARun Kind = "gha.run"
 	// KindGHAUses: one uses step. Facts: uses (action@ref), step, with.<key>
 	// for each input.

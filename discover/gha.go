@@ -3,6 +3,7 @@ package discover
 import (
 	"maps"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -104,6 +105,11 @@ func mineGHAJob(f *file, wf, id string, job *yaml.Node, wfEnv map[string]string,
 		facts := common()
 		facts["run"], facts["step"], facts["shell"] = strings.TrimRight(run.Value, "\n"), name, scalar(step, "shell")
 		facts["working-directory"] = dir
+		// A step runs only when its own and its job's conditions hold; the
+		// planner skips tag- and release-only steps by these.
+		if cond := strings.TrimSpace(strings.Join(slices.DeleteFunc([]string{scalar(job, "if"), scalar(step, "if")}, func(s string) bool { return s == "" }), " && ")); cond != "" {
+			facts["if"] = cond
+		}
 		if d := scalar(step, "working-directory"); d != "" {
 			facts["working-directory"] = d
 		}

@@ -1,0 +1,205 @@
+package eval
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/bootstrap-dev/bootstrap/synth"
+)
+
+// Entry is one repository of a corpus.
+type Entry struct {
+	// Source is a local path or a git URL.
+	Source string `json:"source"`
+	// Rev is the revision to synthesize; empty means HEAD (or the working
+	// tree of a directory that is not a git repository).
+	Rev string `json:"rev,omitempty"`
+	// Line is where the entry sits in the corpus file.
+	Line int `json:"-"`
+}
+
+// ParseCorpus reads a corpus: one repository per line, "SOURCE [REV]",
+// blank lines and #-comments ignored. name is used in error messages.
+func ParseCorpus(name string, r io.Reader) ([]Entry, error) {
+	var out []Entry
+	sc := bufio.NewScanner(r)
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimSpace(sc.Text())
+		if i := strings.Index(line, "#"); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		if line == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) > 2 {
+			return nil, fmt.Errorf("%s:%d: want SOURCE [REV], got %d fields", name, n, len(f))
+		}
+		e := Entry{Source: f[0], Line: n}
+		if len(f) == 2 {
+			e.Rev = f[1]
+		}
+		out = append(out, e)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("reading corpus %s: %w", name, err)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: the corpus lists no repositories", name)
+	}
+	return out, nil
+}
+
+// Synthesize runs synth on a prepared copy of one repository.
+type Synthesize func(ctx context.Context, dir, rev string) (*synth.Outcome, error)
+
+// Row is how one repository fared.
+type Row struct {
+	Source    string   `json:"source"`
+	Rev       string   `json:"rev,omitempty"`
+	Verified  bool     `json:"verified"`
+	Attempts  int      `json:"attempts"`
+	Seconds   float64  `json:"seconds"`
+	Tokens    int      `json:"tokens"`
+	Repairs   []string `json:"repairs,omitempty"` // rules of accepted deltas, in order
+	Rejected  int      `json:"rejected"`
+	Diagnosis string   `json:"diagnosis,omitempty"`
+	// Error is set when synth could not run at all (clone failed, engine gone).
+	Error string `json:"error,omitempty"`
+	// Dir is the copy synth worked on; its .bootstrap holds contract and traces.
+	Dir string `json:"dir"`
+}
+
+// Report is the result of an evaluation.
+type Report struct {
+	Rows     []Row `json:"rows"`
+	Verified int   `json:"verified"`
+	Total    int   `json:"total"`
+	Tokens   int   `json:"tokens"`
+}
+
+// Run synthesizes every entry in a fresh copy under work (so the corpus is
+// never modified) and reports. It goes on after a repository fails; ctx
+// cancellation stops it and returns what was done.
+func Run(ctx context.Context, entries []Entry, work string, fn Synthesize, progress io.Writer) (*Report, error) {
+	rep := &Report{Total: len(entries)}
+	for i, e := range entries {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		dir := filepath.Join(work, fmt.Sprintf("%03d-%s", i+1, slug(e.Source)))
+		row := Row{Source: e.Source, Rev: e.Rev, Dir: dir}
+		start := time.Now()
+		out, err := prepare(ctx, e, dir)
+		var o *synth.Outcome
+		if err == nil {
+			o, err = fn(ctx, dir, out)
+		}
+		row.Seconds = time.Since(start).Seconds()
+		if o != nil {
+			row.Verified, row.Attempts, row.Tokens, row.Diagnosis = o.Verified, len(o.Attempts), o.Tokens, o.Diagnosis
+			for _, d := range o.Deltas {
+				if d.Accepted {
+					row.Repairs = append(row.Repairs, d.Rule)
+				} else {
+					row.Rejected++
+				}
+			}
+		}
+		if err != nil {
+			row.Error = err.Error()
+		}
+		if row.Verified {
+			rep.Verified++
+		}
+		rep.Tokens += row.Tokens
+		rep.Rows = append(rep.Rows, row)
+		if progress != nil {
+			fmt.Fprintf(progress, "[%d/%d] %s: %s\n", i+1, len(entries), e.Source, verdict(row))
+		}
+	}
+	return rep, nil
+}
+
+// prepare puts a copy of the entry at dir and returns the revision synth
+// should read: a clone for git sources, a plain copy for other directories.
+func prepare(ctx context.Context, e Entry, dir string) (string, error) {
+	src := e.Source
+	if fi, err := os.Stat(src); err == nil && fi.IsDir() {
+		if _, err := os.Stat(filepath.Join(src, ".git")); err != nil {
+			if e.Rev != "" {
+				return "", fmt.Errorf("%s is not a git repository, so it has no revision %s", src, e.Rev)
+			}
+			return "", os.CopyFS(dir, os.DirFS(src))
+		}
+		src, _ = filepath.Abs(src)
+	}
+	r, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{URL: src})
+	if err != nil {
+		return "", fmt.Errorf("cloning %s: %w", e.Source, err)
+	}
+	if e.Rev == "" {
+		return "HEAD", nil
+	}
+	h, err := r.ResolveRevision(plumbing.Revision(e.Rev))
+	if err != nil {
+		return "", fmt.Errorf("%s: revision %s: %w", e.Source, e.Rev, err)
+	}
+	return h.String(), nil
+}
+
+func verdict(r Row) string {
+	switch {
+	case r.Error != "" && r.Attempts == 0:
+		return "error: " + r.Error
+	case r.Verified:
+		return fmt.Sprintf("verified in %d replay(s), %.0fs", r.Attempts, r.Seconds)
+	default:
+		return fmt.Sprintf("not verified after %d replay(s), %.0fs", r.Attempts, r.Seconds)
+	}
+}
+
+func slug(s string) string {
+	s = strings.TrimSuffix(filepath.Base(strings.TrimRight(s, "/")), ".git")
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' {
+			return r
+		}
+		return '-'
+	}, s)
+}
+
+// WriteJSON writes the report as indented JSON.
+func (r *Report) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding report: %w", err)
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// WriteTable writes a Markdown table for people.
+func (r *Report) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "| repository | verified | replays | seconds | tokens | repairs | diagnosis |\n|---|---|---|---|---|---|---|\n")
+	for _, row := range r.Rows {
+		note := row.Diagnosis
+		if row.Error != "" && note == "" {
+			note = row.Error
+		}
+		fmt.Fprintf(w, "| %s | %v | %d | %.0f | %d | %s | %s |\n", row.Source, row.Verified, row.Attempts, row.Seconds, row.Tokens, strings.Join(row.Repairs, ", "), strings.ReplaceAll(note, "|", "\\|"))
+	}
+	fmt.Fprintf(w, "\n%d of %d verified, %d LLM token(s)\n", r.Verified, r.Total, r.Tokens)
+}

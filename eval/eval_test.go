@@ -1,0 +1,78 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bootstrap-dev/bootstrap/fixtures"
+	"github.com/bootstrap-dev/bootstrap/synth"
+)
+
+func TestParseCorpus(t *testing.T) {
+	es, err := ParseCorpus("corpus.txt", strings.NewReader("# repos\n./a\n\n/b v1.2.0  # pinned\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(es) != 2 || es[0].Source != "./a" || es[1].Rev != "v1.2.0" || es[1].Line != 4 {
+		t.Fatalf("%+v", es)
+	}
+	for doc, want := range map[string]string{"a b c\n": "corpus.txt:1: want SOURCE [REV]", "# nothing\n": "lists no repositories"} {
+		if _, err := ParseCorpus("corpus.txt", strings.NewReader(doc)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", doc, err, want)
+		}
+	}
+}
+
+// TestRunCopiesAndReports runs a corpus of a git repository (at a pinned
+// revision), a plain directory and a missing one through a stand-in synth.
+func TestRunCopiesAndReports(t *testing.T) {
+	gitRepo := fixtures.Repo(t, "go-module", fixtures.WithGit())
+	plain := fixtures.Repo(t, "node-npm")
+	head, err := fixtures.Commit(gitRepo, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries := []Entry{{Source: gitRepo, Rev: head}, {Source: plain}, {Source: filepath.Join(t.TempDir(), "gone")}}
+	var seen []string
+	fn := func(_ context.Context, dir, rev string) (*synth.Outcome, error) {
+		seen = append(seen, rev)
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return &synth.Outcome{Verified: true, Attempts: make([]*synth.Attempt, 2), Deltas: []synth.Logged{{Delta: synth.Delta{Rule: "missing-command"}, Accepted: true}, {Delta: synth.Delta{Rule: "llm"}}}}, nil
+		}
+		return &synth.Outcome{Attempts: make([]*synth.Attempt, 3), Diagnosis: "tests fail"}, errors.New("budget")
+	}
+	var progress bytes.Buffer
+	rep, err := Run(context.Background(), entries, t.TempDir(), fn, &progress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Total != 3 || rep.Verified != 1 || len(rep.Rows) != 3 {
+		t.Fatalf("%+v", rep)
+	}
+	r0, r1, r2 := rep.Rows[0], rep.Rows[1], rep.Rows[2]
+	if !r0.Verified || r0.Attempts != 2 || strings.Join(r0.Repairs, ",") != "missing-command" || r0.Rejected != 1 {
+		t.Errorf("git row %+v", r0)
+	}
+	if r1.Verified || r1.Diagnosis != "tests fail" || r1.Error != "budget" {
+		t.Errorf("plain row %+v", r1)
+	}
+	if r2.Error == "" || r2.Attempts != 0 {
+		t.Errorf("missing row %+v", r2)
+	}
+	if len(seen) != 2 || seen[0] != head || seen[1] != "" {
+		t.Errorf("revisions given to synth: %q", seen)
+	}
+	if _, err := os.Stat(filepath.Join(gitRepo, ".bootstrap")); err == nil {
+		t.Error("the corpus repository was written to")
+	}
+	var tbl bytes.Buffer
+	rep.WriteTable(&tbl)
+	if !strings.Contains(tbl.String(), "1 of 3 verified") || !strings.Contains(progress.String(), "[3/3]") {
+		t.Errorf("table:\n%s\nprogress:\n%s", tbl.String(), progress.String())
+	}
+}
