@@ -3,8 +3,11 @@ package replay_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"os"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,15 +53,19 @@ func runReal(t *testing.T, ctx context.Context, verify ...string) (*replay.Resul
 	c := testContract(verify...)
 	c.Base.Image = scratchBase
 	cache := t.TempDir()
-	res, err := replay.New(replay.WithEngine(e), replay.WithCacheDir(cache), replay.WithNoCache()).
+	rec := &recordingEngine{Engine: e}
+	res, err := replay.New(replay.WithEngine(rec), replay.WithCacheDir(cache), replay.WithNoCache()).
 		Run(ctx, replay.Input{Contract: c, Snapshot: snapshot(), OutDir: t.TempDir()})
-	ids, lerr := e.List(context.Background(), map[string]string{replay.LabelRole: "replay"})
-	if lerr != nil {
-		t.Fatal(lerr)
-	}
-	for _, id := range ids {
-		t.Errorf("container %s left behind", id)
-		_ = e.RemoveContainer(context.Background(), id)
+	// Only this run's containers count: other tests share the engine.
+	for _, run := range rec.runs() {
+		ids, lerr := e.List(context.Background(), map[string]string{replay.LabelRun: run})
+		if lerr != nil {
+			t.Fatal(lerr)
+		}
+		for _, id := range ids {
+			t.Errorf("container %s of run %s left behind", id, run)
+			_ = e.RemoveContainer(context.Background(), id)
+		}
 	}
 	return res, err
 }
@@ -125,4 +132,27 @@ func TestRealCancel(t *testing.T) {
 	if !errors.Is(err, context.Canceled) && (err == nil || !strings.Contains(err.Error(), "context canceled")) {
 		t.Fatalf("err = %v, want cancellation", err)
 	}
+}
+
+// recordingEngine notes the run label of every container started through it.
+type recordingEngine struct {
+	replay.Engine
+	mu  sync.Mutex
+	ids map[string]bool
+}
+
+func (r *recordingEngine) Start(ctx context.Context, spec replay.ContainerSpec) (replay.Container, error) {
+	r.mu.Lock()
+	if r.ids == nil {
+		r.ids = map[string]bool{}
+	}
+	r.ids[spec.Labels[replay.LabelRun]] = true
+	r.mu.Unlock()
+	return r.Engine.Start(ctx, spec)
+}
+
+func (r *recordingEngine) runs() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Sorted(maps.Keys(r.ids))
 }

@@ -27,8 +27,9 @@ func newBuildBase() *cobra.Command {
 		Short: "Build the default base image offline from Debian packages and print its digest",
 		Long: `build-base builds the base image without a registry: debootstrap (minbase) from
 the Debian mirror the host's apt sources name, scrubbed of what varies between
-builds, imported into the engine as REF (default ` + base.DefaultRef + `). It
-prints the image digest to pin in contracts. Where a registry is reachable,
+builds, loaded into the engine as REF (default ` + base.DefaultRef + `). It
+prints the image digest to pin in contracts: the same Debian archive gives
+the same digest on every machine. Where a registry is reachable,
 contracts can name any image by reference and digest instead.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

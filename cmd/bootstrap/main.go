@@ -100,6 +100,7 @@ network off after the fetch stage, and repairs it until it passes.`,
 		newTrace(),
 		newSynth(),
 		newImage(),
+		newEval(),
 	)
 	return root
 }

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/bootstrap-dev/bootstrap/eval"
+	"github.com/bootstrap-dev/bootstrap/llm"
+	"github.com/bootstrap-dev/bootstrap/repo"
+	"github.com/bootstrap-dev/bootstrap/synth"
+)
+
+func newEval() *cobra.Command {
+	var f replayFlags
+	var budget synth.Budget
+	var model, work, out string
+	var noLLM bool
+	cmd := &cobra.Command{
+		Use:   "eval [flags] CORPUS",
+		Short: "Run synth over a corpus of repositories and report how each fared",
+		Long: `eval reads CORPUS, one repository per line ("SOURCE [REV]": a local path or a
+git URL, and an optional revision; # starts a comment), synthesizes a contract
+for each in a fresh copy under --work (the corpus is never written to), and
+prints a table: verified or not, replays, time, tokens, repairs, diagnosis.
+--json FILE also writes the full report. Each copy keeps its .bootstrap with
+contract, traces and the synth summary.`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return &usageError{fmt.Errorf("eval takes one CORPUS file, got %d arguments", len(args))}
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			file, err := os.Open(args[0])
+			if err != nil {
+				return fmt.Errorf("reading corpus: %w", err)
+			}
+			entries, err := eval.ParseCorpus(args[0], file)
+			file.Close()
+			if err != nil {
+				return err
+			}
+			if work == "" {
+				if work, err = os.MkdirTemp("", "bootstrap-eval-"); err != nil {
+					return err
+				}
+			}
+			e, err := newEngine(cmd.Context())
+			if err != nil {
+				return err
+			}
+			defer e.Close()
+			s, err := newSession(cmd, &f, e, budget, model, noLLM)
+			if err != nil {
+				return err
+			}
+			s.Fresh = true
+			fn := func(ctx context.Context, dir, rev string) (*synth.Outcome, error) {
+				snap, err := repo.Open(ctx, dir, rev)
+				if err != nil {
+					return nil, err
+				}
+				return s.Run(ctx, dir, snap)
+			}
+			rep, runErr := eval.Run(cmd.Context(), entries, work, fn, cmd.ErrOrStderr())
+			rep.WriteTable(cmd.OutOrStdout())
+			fmt.Fprintf(cmd.ErrOrStderr(), "copies, contracts and traces are in %s\n", work)
+			if out != "" {
+				w, err := os.Create(out)
+				if err != nil {
+					return err
+				}
+				defer w.Close()
+				if err := rep.WriteJSON(w); err != nil {
+					return err
+				}
+			}
+			return runErr
+		},
+	}
+	f.register(cmd)
+	cmd.Flags().IntVar(&budget.Iterations, "max-iterations", synth.DefaultIterations, "replays to spend per repository")
+	cmd.Flags().DurationVar(&budget.Wall, "max-time", synth.DefaultWall, "wall time to spend per repository")
+	cmd.Flags().IntVar(&budget.Tokens, "max-tokens", synth.DefaultTokens, "LLM tokens to spend per repository")
+	cmd.Flags().StringVar(&model, "model", llm.DefaultModel, "LLM model (any OpenAI-compatible endpoint: OPENAI_BASE_URL)")
+	cmd.Flags().BoolVar(&noLLM, "no-llm", false, "use the rules alone even when OPENAI_API_KEY is set")
+	cmd.Flags().StringVar(&work, "work", "", "where the copies go (default: a new temporary directory)")
+	cmd.Flags().StringVar(&out, "json", "", "also write the full report as JSON to this file")
+	return cmd
+}
