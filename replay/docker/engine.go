@@ -267,10 +267,29 @@ func (e *Engine) RemoveContainer(ctx context.Context, id string) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	err := e.cli.ContainerRemove(ctx, id, container.RemoveOptions{Force: true, RemoveVolumes: true})
+	if err != nil && strings.Contains(err.Error(), "already in progress") {
+		// Someone else (a reaper, a second cleanup) is removing it: wait for that.
+		err = e.waitGone(ctx, id)
+	}
 	if err != nil && !client.IsErrNotFound(err) {
 		return fmt.Errorf("removing container %s: %w", short(id), err)
 	}
 	return nil
+}
+
+// waitGone polls until the container no longer exists.
+func (e *Engine) waitGone(ctx context.Context, id string) error {
+	for {
+		_, err := e.cli.ContainerInspect(ctx, id)
+		if err != nil {
+			return err // NotFound is the success the caller checks for
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // Container is a running container of the engine.
