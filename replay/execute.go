@@ -161,23 +161,13 @@ func (x *run) secretNote() string {
 }
 
 // resolveImage finds the base image, pulling it when absent, and checks or
-// fills the contract's digest.
+// fills the contract's digest: a registry digest when the image came from a
+// registry, else its ID.
 func (x *run) resolveImage(ctx context.Context) error {
 	b := x.contract.Base
-	ref := b.Image
-	info, err := x.engine.InspectImage(ctx, ref)
-	if errors.Is(err, ErrNotFound) {
-		pull := ref
-		if b.Digest != "" && !strings.Contains(ref, "@") {
-			pull = ref + "@" + b.Digest
-		}
-		if err := x.engine.PullImage(ctx, pull); err != nil {
-			return fmt.Errorf("pulling base image %q: %w", pull, err)
-		}
-		info, err = x.engine.InspectImage(ctx, pull)
-	}
+	info, err := ResolveImage(ctx, x.engine, b.Image, b.Digest)
 	if err != nil {
-		return fmt.Errorf("inspecting base image %q: %w", ref, err)
+		return err
 	}
 	if b.Digest == "" {
 		x.contract.Base.Digest = info.ID
@@ -187,23 +177,9 @@ func (x *run) resolveImage(ctx context.Context) error {
 				break
 			}
 		}
-	} else if !matchesDigest(info, b.Digest) {
-		return fmt.Errorf("base image %q is %s, but the contract pins %s", ref, info.ID, b.Digest)
 	}
 	x.image = info
 	return nil
-}
-
-func matchesDigest(info ImageInfo, d string) bool {
-	if info.ID == d {
-		return true
-	}
-	for _, rd := range info.RepoDigests {
-		if strings.HasSuffix(rd, "@"+d) {
-			return true
-		}
-	}
-	return false
 }
 
 func (x *run) fetchToolchains(ctx context.Context) error {

@@ -72,17 +72,17 @@ func TestResolve(t *testing.T) {
 	e.AddImage("bootstrap/base:bookworm", replay.ImageInfo{ID: local})
 	e.Publish("debian:bookworm-slim", replay.ImageInfo{ID: remote, RepoDigests: []string{"debian@" + remote}})
 
-	if info, err := base.Resolve(ctx, e, "bootstrap/base:bookworm", local); err != nil || info.ID != local {
+	if info, err := replay.ResolveImage(ctx, e, "bootstrap/base:bookworm", local); err != nil || info.ID != local {
 		t.Errorf("local, pinned, matching: %+v, %v", info, err)
 	}
-	if _, err := base.Resolve(ctx, e, "bootstrap/base:bookworm", remote); err == nil ||
+	if _, err := replay.ResolveImage(ctx, e, "bootstrap/base:bookworm", remote); err == nil ||
 		!strings.Contains(err.Error(), local) || !strings.Contains(err.Error(), remote) {
 		t.Errorf("local, pinned, mismatching: err = %v; want one naming both digests", err)
 	}
-	if info, err := base.Resolve(ctx, e, "bootstrap/base:bookworm", ""); err != nil || info.ID != local {
+	if info, err := replay.ResolveImage(ctx, e, "bootstrap/base:bookworm", ""); err != nil || info.ID != local {
 		t.Errorf("local, unpinned: %+v, %v", info, err)
 	}
-	info, err := base.Resolve(ctx, e, "debian:bookworm-slim", remote)
+	info, err := replay.ResolveImage(ctx, e, "debian:bookworm-slim", remote)
 	if err != nil || info.ID != remote {
 		t.Fatalf("absent, pinned: %+v, %v", info, err)
 	}
@@ -95,7 +95,7 @@ func TestResolve(t *testing.T) {
 	if len(pulled) != 1 || pulled[0] != "debian:bookworm-slim@"+remote {
 		t.Errorf("pulls = %q, want one by digest", pulled)
 	}
-	if _, err := base.Resolve(ctx, e, "example/absent:1", ""); err == nil || !strings.Contains(err.Error(), "build-base") {
+	if _, err := replay.ResolveImage(ctx, e, "example/absent:1", ""); err == nil || !strings.Contains(err.Error(), "build-base") {
 		t.Errorf("absent, unpullable: err = %v; want one saying how to build offline", err)
 	}
 }

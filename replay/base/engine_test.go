@@ -40,17 +40,17 @@ func TestResolveRealEngine(t *testing.T) {
 	if err != nil {
 		t.Fatalf("test image: %v", err)
 	}
-	if got, err := base.Resolve(t.Context(), e, ref, info.ID); err != nil || got.ID != info.ID {
+	if got, err := replay.ResolveImage(t.Context(), e, ref, info.ID); err != nil || got.ID != info.ID {
 		t.Errorf("present and pinned to its own ID: %+v, %v", got, err)
 	}
 	wrong := "sha256:" + strings.Repeat("0", 64)
-	if _, err := base.Resolve(t.Context(), e, ref, wrong); err == nil || !strings.Contains(err.Error(), info.ID) || !strings.Contains(err.Error(), wrong) {
+	if _, err := replay.ResolveImage(t.Context(), e, ref, wrong); err == nil || !strings.Contains(err.Error(), info.ID) || !strings.Contains(err.Error(), wrong) {
 		t.Errorf("present, pinned to another digest: err = %v; want both digests named", err)
 	}
 	// No registry is reachable from the test machines; the error must say
 	// what was pulled and how to do without a registry.
 	absent := "bootstrap-dev/absent-for-test:1"
-	_, err = base.Resolve(t.Context(), e, absent, wrong)
+	_, err = replay.ResolveImage(t.Context(), e, absent, wrong)
 	if err == nil || !strings.Contains(err.Error(), absent+"@"+wrong) || !strings.Contains(err.Error(), "build-base") {
 		t.Errorf("absent, unpullable: err = %v", err)
 	}

@@ -1,0 +1,55 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+)
+
+// ResolveImage makes sure the image ref is present in engine and, when digest is
+// set, that it is that image: its ID or one of its registry digests must
+// equal digest. An absent image is pulled (by ref@digest when pinned). A
+// present image that does not match is an error naming both digests; it is
+// never silently replaced.
+func ResolveImage(ctx context.Context, engine Engine, ref, digest string) (ImageInfo, error) {
+	info, err := engine.InspectImage(ctx, ref)
+	if errors.Is(err, ErrNotFound) {
+		pull := ref
+		if digest != "" && !strings.Contains(ref, "@") {
+			pull = ref + "@" + digest
+		}
+		if perr := engine.PullImage(ctx, pull); perr != nil {
+			return ImageInfo{}, fmt.Errorf("resolving base image %q: not present locally, and pulling %q failed (build it offline with `bootstrap image build-base`): %w", ref, pull, perr)
+		}
+		info, err = engine.InspectImage(ctx, pull)
+	}
+	if err != nil {
+		return ImageInfo{}, fmt.Errorf("resolving base image %q: %w", ref, err)
+	}
+	if digest != "" && !ImageMatches(info, digest) {
+		return ImageInfo{}, fmt.Errorf("resolving base image %q: it is %s, but the contract pins %s", ref, describe(info), digest)
+	}
+	return info, nil
+}
+
+// ImageMatches reports whether digest names the image: its ID, or the digest
+// part of one of its registry digests.
+func ImageMatches(info ImageInfo, digest string) bool {
+	if info.ID == digest {
+		return true
+	}
+	for _, rd := range info.RepoDigests {
+		if _, d, ok := strings.Cut(rd, "@"); ok && d == digest {
+			return true
+		}
+	}
+	return false
+}
+
+func describe(info ImageInfo) string {
+	if len(info.RepoDigests) == 0 {
+		return info.ID
+	}
+	return info.ID + " (" + strings.Join(info.RepoDigests, ", ") + ")"
+}
