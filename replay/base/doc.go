@@ -1,5 +1,5 @@
-// Package base builds the default base image without a registry and
-// resolves a contract's base image against its pinned digest.
+// Package base builds the default base image without a registry, so that
+// the same Debian archive gives the same image ID on every machine.
 //
 // Build runs debootstrap (minbase variant) from the Debian mirror the host's
 // apt sources name, scrubs what varies between runs of the same package set
