@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/bootstrap-dev/bootstrap/toolchain"
 )
 
 // Versions resolves a version spec as a project writes it ("1.22", "^18",
@@ -101,16 +103,29 @@ func (t *Table) Resolve(tool, spec string) (string, error) {
 		}
 		return newestWhere(list, func(v version) bool { return v.major == major }, spec)
 	}
-	match, err := parseRange(s)
-	if err != nil {
-		return "", fmt.Errorf("version %q of %s: %w", spec, tool, err)
-	}
+	// Ranges are toolchain.Resolve's, the same semantics the replay uses
+	// when it lists a registry's versions.
 	if tool == "node" {
-		if v, err := newestWhere(list, func(v version) bool { return isLTS(v) && match(v) }, spec); err == nil {
+		if v, err := toolchain.Resolve(raws(list, isLTS), s); err == nil {
 			return v, nil
 		}
 	}
-	return newestWhere(list, match, spec)
+	v, err := toolchain.Resolve(raws(list, func(version) bool { return true }), s)
+	if err != nil {
+		return "", fmt.Errorf("version %q of %s: %w", spec, tool, err)
+	}
+	return v, nil
+}
+
+// raws lists the spellings of the versions ok accepts.
+func raws(list []version, ok func(version) bool) []string {
+	var out []string
+	for _, v := range list {
+		if ok(v) {
+			out = append(out, v.raw)
+		}
+	}
+	return out
 }
 
 func isLTS(v version) bool {
@@ -201,126 +216,3 @@ func parsePartial(s string) (partial, error) {
 func (p partial) floor() version { return version{major: p.v[0], minor: p.v[1], patch: p.v[2]} }
 
 // ceil is the first version above everything p matches as an x-range.
-func (p partial) ceil() version {
-	switch p.n {
-	case 1:
-		return version{major: p.v[0] + 1}
-	case 2:
-		return version{major: p.v[0], minor: p.v[1] + 1}
-	default:
-		return version{major: p.v[0], minor: p.v[1], patch: p.v[2] + 1}
-	}
-}
-
-type matcher func(version) bool
-
-// parseRange reads the node-semver range grammar: sets joined by "||",
-// each a hyphen range or space-separated comparators (=, >, >=, <, <=, ^, ~
-// before a partial version with x wildcards).
-func parseRange(s string) (matcher, error) {
-	var sets []matcher
-	for _, set := range strings.Split(s, "||") {
-		m, err := parseSet(strings.TrimSpace(set))
-		if err != nil {
-			return nil, err
-		}
-		sets = append(sets, m)
-	}
-	return func(v version) bool {
-		for _, m := range sets {
-			if m(v) {
-				return true
-			}
-		}
-		return false
-	}, nil
-}
-
-func parseSet(s string) (matcher, error) {
-	f := strings.Fields(s)
-	if len(f) == 3 && f[1] == "-" {
-		lo, err := parsePartial(strings.TrimPrefix(f[0], "v"))
-		if err != nil {
-			return nil, err
-		}
-		hi, err := parsePartial(strings.TrimPrefix(f[2], "v"))
-		if err != nil {
-			return nil, err
-		}
-		return func(v version) bool {
-			return compareVersions(v, lo.floor()) >= 0 && (hi.n == 0 || compareVersions(v, hi.ceil()) < 0)
-		}, nil
-	}
-	// Operators may be separated from their version by spaces (">= 18").
-	var comps []string
-	for i := 0; i < len(f); i++ {
-		c := f[i]
-		if strings.Trim(c, "<>=^~") == "" && i+1 < len(f) {
-			c += f[i+1]
-			i++
-		}
-		comps = append(comps, c)
-	}
-	var ms []matcher
-	for _, c := range comps {
-		m, err := parseComparator(c)
-		if err != nil {
-			return nil, err
-		}
-		ms = append(ms, m)
-	}
-	return func(v version) bool {
-		for _, m := range ms {
-			if !m(v) {
-				return false
-			}
-		}
-		return true
-	}, nil
-}
-
-func parseComparator(c string) (matcher, error) {
-	op := c[:len(c)-len(strings.TrimLeft(c, "<>=^~"))]
-	p, err := parsePartial(strings.TrimPrefix(c[len(op):], "v"))
-	if err != nil {
-		return nil, err
-	}
-	ge := func(b version) matcher { return func(v version) bool { return compareVersions(v, b) >= 0 } }
-	lt := func(b version) matcher { return func(v version) bool { return compareVersions(v, b) < 0 } }
-	and := func(a, b matcher) matcher { return func(v version) bool { return a(v) && b(v) } }
-	if p.n == 0 {
-		if op == "<" || op == ">" {
-			return func(version) bool { return false }, nil
-		}
-		return func(version) bool { return true }, nil
-	}
-	switch op {
-	case "", "=":
-		return and(ge(p.floor()), lt(p.ceil())), nil
-	case ">=":
-		return ge(p.floor()), nil
-	case ">":
-		return ge(p.ceil()), nil
-	case "<":
-		return lt(p.floor()), nil
-	case "<=":
-		return lt(p.ceil()), nil
-	case "~", "~>":
-		q := p
-		if q.n > 2 {
-			q.n = 2
-		}
-		return and(ge(p.floor()), lt(q.ceil())), nil
-	case "^":
-		// The caret allows changes that keep the first non-zero number.
-		q := p
-		switch {
-		case p.v[0] > 0 || p.n == 1:
-			q.n = 1
-		case p.v[1] > 0 || p.n == 2:
-			q.n = 2
-		}
-		return and(ge(p.floor()), lt(q.ceil())), nil
-	}
-	return nil, fmt.Errorf("unknown operator %q", op)
-}
