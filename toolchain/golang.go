@@ -3,7 +3,6 @@ package toolchain
 import (
 	"context"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -70,7 +69,7 @@ func (f *Fetcher) fetchGo(ctx context.Context, tc contract.Toolchain) (replay.Ar
 	escPath, _ := module.EscapePath(mv.Path)
 	escVer, _ := module.EscapeVersion(mv.Version)
 	zipFile := filepath.Join(tmp, "module.zip")
-	if err := f.download(ctx, proxy+"/"+escPath+"/@v/"+escVer+".zip", zipFile); err != nil {
+	if err := f.download(ctx, proxy+"/"+escPath+"/@v/"+escVer+".zip", zipFile, nil); err != nil {
 		return replay.Artifact{}, err
 	}
 	got, err := dirhash.HashZip(zipFile, dirhash.Hash1)
@@ -119,22 +118,4 @@ func markExecutable(root string) error {
 		}
 	}
 	return nil
-}
-
-// download writes url to file.
-func (f *Fetcher) download(ctx context.Context, url, file string) error {
-	body, err := f.get(ctx, url)
-	if err != nil {
-		return err
-	}
-	defer body.Close()
-	out, err := os.Create(file)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, body); err != nil {
-		out.Close()
-		return fmt.Errorf("GET %s: %w", url, err)
-	}
-	return out.Close()
 }

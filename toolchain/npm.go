@@ -113,7 +113,7 @@ func (f *Fetcher) fetchNPM(ctx context.Context, tc contract.Toolchain) (replay.A
 	defer removeAll(tmp)
 	tgz := filepath.Join(tmp, "package.tgz")
 	h := newHash(algo)
-	if err := f.downloadHashed(ctx, meta.Dist.Tarball, tgz, h); err != nil {
+	if err := f.download(ctx, meta.Dist.Tarball, tgz, h); err != nil {
 		return replay.Artifact{}, err
 	}
 	if s := base64.StdEncoding.EncodeToString(h.Sum(nil)); s != sum {
@@ -179,7 +179,8 @@ func newHash(algo string) hash.Hash {
 	}
 }
 
-func (f *Fetcher) downloadHashed(ctx context.Context, url, file string, h hash.Hash) error {
+// download writes url to file, feeding h too when it is not nil.
+func (f *Fetcher) download(ctx context.Context, url, file string, h hash.Hash) error {
 	body, err := f.get(ctx, url)
 	if err != nil {
 		return err
@@ -189,7 +190,11 @@ func (f *Fetcher) downloadHashed(ctx context.Context, url, file string, h hash.H
 	if err != nil {
 		return err
 	}
-	if _, err := io.Copy(io.MultiWriter(out, h), body); err != nil {
+	var w io.Writer = out
+	if h != nil {
+		w = io.MultiWriter(out, h)
+	}
+	if _, err := io.Copy(w, body); err != nil {
 		out.Close()
 		return fmt.Errorf("GET %s: %w", url, err)
 	}
