@@ -116,7 +116,7 @@ func newSession(cmd *cobra.Command, f *replayFlags, e replay.Engine, budget synt
 		return nil, err
 	}
 	rules := plan.NewRules()
-	opts := []synth.Option{synth.WithBudget(budget), synth.WithResolver(rules.Resolve), synth.WithProgress(stderr)}
+	opts := []synth.Option{synth.WithBudget(budget), synth.WithResolver(rules.Resolve), synth.WithProgress(progressTo(cmd))}
 	if use, why := useLLM(noLLM); use {
 		cache, err := cacheDir()
 		if err != nil {
@@ -179,6 +179,12 @@ func printSummary(w io.Writer, out *synth.Outcome, file string) {
 			mark = "rejected (" + d.Why + ")"
 		}
 		fmt.Fprintf(w, "  delta after attempt %d [%s] %s: %s\n", d.Attempt, d.Rule, mark, d.Reason)
+		if d.Accepted {
+			fmt.Fprintf(w, "    because %s\n", d.Evidence)
+			for _, l := range strings.Split(strings.TrimRight(d.Diff, "\n"), "\n") {
+				fmt.Fprintf(w, "    %s\n", l)
+			}
+		}
 	}
 	if !out.Verified && out.Diagnosis != "" {
 		fmt.Fprintf(w, "diagnosis: %s\n", out.Diagnosis)
