@@ -147,7 +147,8 @@ func TestPassOrderNetworkEnv(t *testing.T) {
 		t.Errorf("calls %v", ops)
 	}
 	wantEnv := []string{"CI=true", "FOO=bar", "HOME=/home/builder", "LANG=C.UTF-8",
-		"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SOURCE_DATE_EPOCH=1700000000", "TZ=UTC", "TOKEN=s3cr3t-value"}
+		"NPM_CONFIG_PREFIX=/home/builder/.local",
+		"PATH=/home/builder/.local/bin:/home/builder/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SOURCE_DATE_EPOCH=1700000000", "TZ=UTC", "TOKEN=s3cr3t-value"}
 	if !slices.Equal(stepEnv, wantEnv) {
 		t.Errorf("step env\n got %q\nwant %q", stepEnv, wantEnv)
 	}

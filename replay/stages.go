@@ -150,6 +150,12 @@ func (x *run) env() []string {
 			m[k] = strings.ReplaceAll(v, "$ROOT", root)
 		}
 	}
+	// Tools a fetch step installs for the user (go install, npm install -g,
+	// pip install --user) land in HOME, which later stages share; their bin
+	// directories come after the toolchains and before the system's.
+	home := x.home()
+	dirs = append(dirs, home+"/.local/bin", home+"/go/bin")
+	m["NPM_CONFIG_PREFIX"] = home + "/.local"
 	m["PATH"] = strings.Join(append(dirs, stdPath), ":")
 	if x.inputs.ca != nil {
 		for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "PIP_CERT"} {
