@@ -99,7 +99,8 @@ func NewRules(opts ...Option) *Rules {
 // Resolve turns a version spec into an exact version the way the planner
 // does: an empty spec takes the planner's default for the tool, and tools
 // the version table does not list (npm, yarn, pnpm) accept only exact
-// versions. The repair loop uses it so repairs and plans agree.
+// versions, pre-releases included. The repair loop uses it so repairs and
+// plans agree.
 func (r *Rules) Resolve(tool, spec string) (string, error) {
 	if strings.TrimSpace(spec) == "" {
 		spec = r.defaults[tool]
@@ -114,7 +115,7 @@ func (r *Rules) Resolve(tool, spec string) (string, error) {
 	return "", err
 }
 
-var exactVersion = regexp.MustCompile(`^\d+\.\d+\.\d+$`)
+var exactVersion = regexp.MustCompile(`^\d+\.\d+\.\d+(-[0-9A-Za-z.-]+)?$`)
 
 // Plan drafts a contract; Explain gives the same contract with its reasons.
 func (r *Rules) Plan(ctx context.Context, res *discover.Result) (*contract.Contract, error) {

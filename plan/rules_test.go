@@ -450,7 +450,7 @@ func TestGoDirectiveOlderThanToolchains(t *testing.T) {
 func TestRulesResolveUsesDefaults(t *testing.T) {
 	r := NewRules()
 	for _, tc := range []struct{ tool, spec, want string }{
-		{"npm", "", "10.9.4"}, {"yarn", "", "1.22.22"}, {"pnpm", "9.1.0", "9.1.0"}, {"go", "1.22", "1.22.12"},
+		{"npm", "", "10.9.4"}, {"yarn", "", "1.22.22"}, {"pnpm", "9.1.0", "9.1.0"}, {"pnpm", "10.14.0-0", "10.14.0-0"}, {"go", "1.22", "1.22.12"},
 	} {
 		got, err := r.Resolve(tc.tool, tc.spec)
 		if err != nil || got != tc.want {

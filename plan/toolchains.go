@@ -237,6 +237,12 @@ func (p *run) packageManagers() error {
 			continue
 		}
 		p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: name, Version: v, Source: src})
+		// Node tooling calls npm itself (npm pack, npx, lifecycle scripts)
+		// even where another package manager installs the dependencies.
+		if name != "npm" && p.c.Toolchain("npm") == nil {
+			p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "npm", Version: p.defaults["npm"], Source: "npm:npm@" + p.defaults["npm"]})
+			p.decide("toolchain npm", p.defaults["npm"], m.ev, "Node tools call npm even in "+m.label()+" projects; the node package has no npm of its own")
+		}
 	}
 	return nil
 }
