@@ -1,0 +1,432 @@
+package synth_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/discover"
+	"github.com/bootstrap-dev/bootstrap/fixtures"
+	"github.com/bootstrap-dev/bootstrap/plan"
+	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/replay/docker"
+	"github.com/bootstrap-dev/bootstrap/repo"
+	"github.com/bootstrap-dev/bootstrap/results"
+	"github.com/bootstrap-dev/bootstrap/synth"
+	"github.com/bootstrap-dev/bootstrap/toolchain"
+)
+
+// e2eImage is the base image the planner drafts for; scripts/demo.sh and
+// `bootstrap image build-base` make it.
+const e2eImage = plan.DefaultBase
+
+// toolchainCache keeps downloaded toolchains across tests and runs, so each
+// Go or Node version is fetched once per machine rather than once per test.
+var toolchainCache = filepath.Join(os.TempDir(), "bootstrap-e2e-cache")
+
+// e2eEngine connects to the Docker engine, skipping when none answers (or
+// the base image is absent) unless BOOTSTRAP_REQUIRE_DOCKER=1 makes that a
+// failure, as CI sets it.
+func e2eEngine(t *testing.T) *docker.Engine {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("end-to-end test against the real engine")
+	}
+	e, err := docker.New()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err = e.Ping(ctx)
+		cancel()
+		if err == nil {
+			_, err = e.InspectImage(context.Background(), e2eImage)
+		}
+	}
+	if err != nil {
+		if os.Getenv("BOOTSTRAP_REQUIRE_DOCKER") == "1" {
+			t.Fatalf("docker engine with %s required (build it with `bootstrap image build-base`): %v", e2eImage, err)
+		}
+		t.Skipf("no docker engine with %s: %v", e2eImage, err)
+	}
+	t.Cleanup(func() { e.Close() })
+	return e
+}
+
+// freshHomes gives each synth run a dependency-cache volume of its own, as
+// on a machine that never replayed the fixture: warm attempts of one run
+// share it (that is what warm means), but nothing carries over from an
+// earlier run or test, and a concurrent replay of the same contract by
+// someone else on this engine is not disturbed. The flaky fixture depends
+// on this, and it keeps the attempt counts the tests assert independent of
+// what ran before. It renames the replay's home volumes with a per-run tag
+// and removes them when the run ends. It also notes the replay runs it
+// started, so leftovers are looked for among this run's containers only.
+type freshHomes struct {
+	replay.Engine
+	tag  string
+	mu   sync.Mutex
+	own  map[string]string // the replay's name -> this run's volume
+	runs []string
+}
+
+func newFreshHomes(e replay.Engine) *freshHomes {
+	b := make([]byte, 6)
+	if _, err := rand.Read(b); err != nil {
+		panic(err) // crypto/rand does not fail on Linux
+	}
+	return &freshHomes{Engine: e, tag: hex.EncodeToString(b), own: map[string]string{}}
+}
+
+func (f *freshHomes) rename(name string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if v, ok := f.own[name]; ok {
+		return v
+	}
+	return name
+}
+
+func (f *freshHomes) EnsureVolume(ctx context.Context, name string, labels map[string]string) (bool, error) {
+	if labels[replay.LabelRole] == "home-cache" {
+		f.mu.Lock()
+		if _, ok := f.own[name]; !ok {
+			f.own[name] = name + "-e2e-" + f.tag
+		}
+		f.mu.Unlock()
+	}
+	return f.Engine.EnsureVolume(ctx, f.rename(name), labels)
+}
+
+func (f *freshHomes) RemoveVolume(ctx context.Context, name string) error {
+	return f.Engine.RemoveVolume(ctx, f.rename(name))
+}
+
+func (f *freshHomes) Start(ctx context.Context, spec replay.ContainerSpec) (replay.Container, error) {
+	spec.Mounts = slices.Clone(spec.Mounts)
+	for i := range spec.Mounts {
+		spec.Mounts[i].Volume = f.rename(spec.Mounts[i].Volume)
+	}
+	if id := spec.Labels[replay.LabelRun]; id != "" {
+		f.mu.Lock()
+		if !slices.Contains(f.runs, id) {
+			f.runs = append(f.runs, id)
+		}
+		f.mu.Unlock()
+	}
+	return f.Engine.Start(ctx, spec)
+}
+
+func (f *freshHomes) remove() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var errs []error
+	for _, v := range f.own {
+		errs = append(errs, f.Engine.RemoveVolume(context.Background(), v))
+	}
+	return errors.Join(errs...)
+}
+
+// leftovers returns the containers of this run's replays still on the engine.
+func (f *freshHomes) leftovers(ctx context.Context) ([]string, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var ids []string
+	for _, run := range f.runs {
+		got, err := f.Engine.List(ctx, map[string]string{replay.LabelRun: run})
+		if err != nil {
+			return nil, err
+		}
+		ids = append(ids, got...)
+	}
+	return ids, nil
+}
+
+// logWriter passes synth's progress lines to the test log.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}
+
+type e2eRun struct {
+	out   *synth.Outcome
+	draft *contract.Contract
+	wall  time.Duration
+}
+
+// synthesize runs synth on fixture name the way `bootstrap synth` does:
+// discover on the committed snapshot, start from the committed contract or
+// the rule planner's draft, repair with the rules alone, confirm cold.
+func synthesize(t *testing.T, e *docker.Engine, name string) e2eRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	dir := fixtures.Repo(t, name, fixtures.WithGit())
+	snap, err := repo.Open(ctx, dir, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, err := discover.Run(ctx, snap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	draft, err := contract.Load(filepath.Join(dir, contract.Dir, contract.File))
+	if errors.Is(err, os.ErrNotExist) {
+		draft, err = plan.NewRules().Plan(ctx, ev)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	homes := newFreshHomes(e)
+	t.Cleanup(func() {
+		if err := homes.remove(); err != nil {
+			t.Errorf("removing the run's home volumes: %v", err)
+		}
+	})
+	tcOpts := []toolchain.Option{toolchain.WithCacheDir(toolchainCache)}
+	cache := t.TempDir() // verdicts and run leases: this run's alone
+	rOpts := []replay.Option{replay.WithEngine(homes), replay.WithCacheDir(cache)}
+	if b := os.Getenv("SSL_CERT_FILE"); b != "" {
+		tcOpts = append(tcOpts, toolchain.WithCABundle(b))
+		rOpts = append(rOpts, replay.WithCABundle(b))
+	}
+	rOpts = append(rOpts, replay.WithToolchains(toolchain.New(tcOpts...)))
+	warm := replay.New(rOpts...)
+	cold := replay.New(append(rOpts, replay.WithNoCache())...)
+	v := &synth.Replayer{Warm: warm, Cold: cold, Snapshot: snap, RunsDir: filepath.Join(t.TempDir(), "runs")}
+
+	start := time.Now()
+	out, err := synth.New(v, synth.WithResolver(plan.EmbeddedTable().Resolve), synth.WithProgress(logWriter{t})).Run(ctx, draft, ev)
+	wall := time.Since(start)
+	if err != nil {
+		t.Fatalf("synth %s: %v", name, err)
+	}
+	ids, err := homes.leftovers(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(homes.runs) == 0 {
+		t.Error("no replay started a container")
+	}
+	for _, id := range ids {
+		t.Errorf("container %s left behind", id)
+		_ = e.RemoveContainer(context.Background(), id)
+	}
+	t.Logf("%s: verified=%v after %d attempt(s) in %s; accepted rules %v", name, out.Verified, len(out.Attempts), wall.Round(100*time.Millisecond), accepted(out))
+	return e2eRun{out: out, draft: draft, wall: wall}
+}
+
+// accepted lists the rules of the accepted deltas, in order.
+func accepted(out *synth.Outcome) []string {
+	rules := []string{}
+	for _, d := range out.Deltas {
+		if d.Accepted {
+			rules = append(rules, d.Rule)
+		}
+	}
+	return rules
+}
+
+func quarantined(c *contract.Contract) []string {
+	var names []string
+	for _, q := range c.Quarantine {
+		names = append(names, q.Test+" ("+q.Why+")")
+	}
+	return names
+}
+
+func TestE2ESynth(t *testing.T) {
+	e := e2eEngine(t)
+	for _, tc := range []struct {
+		fixture  string
+		verified bool
+		rules    []string
+		attempts int
+		check    func(t *testing.T, r e2eRun)
+	}{
+		{
+			fixture: "synth-missing-command", verified: true, rules: []string{"missing-command"},
+			// fail on jq, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if slices.Contains(r.draft.SystemPackages, "jq") {
+					t.Fatal("the draft already has jq; the fixture tests nothing")
+				}
+				if !slices.Contains(r.out.Contract.SystemPackages, "jq") {
+					t.Fatalf("system packages %v lack jq", r.out.Contract.SystemPackages)
+				}
+			},
+		},
+		{
+			fixture: "synth-missing-header", verified: true, rules: []string{"missing-library"},
+			// fail on zlib.h, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if !slices.Contains(r.draft.SystemPackages, "build-essential") || slices.Contains(r.draft.SystemPackages, "zlib1g-dev") {
+					t.Fatalf("draft system packages %v: want the build tools and not zlib1g-dev", r.draft.SystemPackages)
+				}
+				if !slices.Contains(r.out.Contract.SystemPackages, "zlib1g-dev") {
+					t.Fatalf("system packages %v lack zlib1g-dev", r.out.Contract.SystemPackages)
+				}
+				if ev := r.out.Deltas[0].Evidence; !strings.Contains(ev, "zlib.h: No such file or directory") {
+					t.Fatalf("the repair cites %q, not the compiler's error", ev)
+				}
+			},
+		},
+		{
+			fixture: "synth-old-toolchain", verified: true, rules: []string{"toolchain-version"},
+			// Go 1.21 refuses go.mod, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if v := r.draft.Toolchain("go").Version; v != "1.21.13" {
+					t.Fatalf("the committed contract was not the start: go %s", v)
+				}
+				gt := r.out.Contract.Toolchain("go")
+				if !strings.HasPrefix(gt.Version, "1.22.") || gt.Hash == "" {
+					t.Fatalf("go toolchain %+v, want a pinned 1.22.x", gt)
+				}
+				if ev := r.out.Deltas[0].Evidence; !strings.Contains(ev, "go.mod requires go >= 1.22.0") {
+					t.Fatalf("the repair cites %q", ev)
+				}
+			},
+		},
+		{
+			fixture: "synth-network-test", verified: true, rules: []string{"network-in-test"},
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				q := r.out.Contract.Quarantine
+				if len(q) != 1 || q[0].Test != "TestAliveHomepage" || q[0].Why != contract.WhyNeedsNetwork || !strings.Contains(q[0].Evidence, "example.com") {
+					t.Fatalf("quarantine %+v, want TestAliveHomepage alone, for the network, citing the lookup", q)
+				}
+				wantPassed(t, r.out, "TestNormalise", "TestNormaliseRejectsRelative")
+			},
+		},
+		{
+			fixture: "synth-flaky", verified: true, rules: []string{"flaky-test"},
+			// fail in a fresh HOME, identical rerun passes, warm pass with
+			// the quarantine, cold pass (the cold HOME fails it again, excused)
+			attempts: 4,
+			check: func(t *testing.T, r e2eRun) {
+				q := r.out.Contract.Quarantine
+				if len(q) != 1 || q[0].Test != "TestWarm" || q[0].Why != contract.WhyFlaky || q[0].Evidence != "attempt 1 failed, attempt 2 passed, identical contract" {
+					t.Fatalf("quarantine %+v, want TestWarm as flaky with attempts 1 and 2 as evidence", q)
+				}
+				if a := r.out.Attempts; a[0].Pass || !a[1].Pass {
+					t.Fatalf("attempt 1 pass=%v, attempt 2 pass=%v: the flakiness was not observed", a[0].Pass, a[1].Pass)
+				}
+				wantPassed(t, r.out, "TestDouble")
+			},
+		},
+		{
+			fixture: "synth-missing-env", verified: true, rules: []string{"missing-env"},
+			// fail, identical rerun fails the same way, warm pass, cold pass
+			attempts: 4,
+			check: func(t *testing.T, r e2eRun) {
+				if _, ok := r.draft.Env["APP_MODE"]; ok {
+					t.Fatal("the draft already sets APP_MODE; the fixture tests nothing")
+				}
+				if v := r.out.Contract.Env["APP_MODE"]; v != "test" {
+					t.Fatalf("APP_MODE = %q, want test", v)
+				}
+				wantPassed(t, r.out, "TestCurrentIsTest")
+			},
+		},
+		{
+			fixture: "synth-node", verified: true, rules: []string{},
+			// the draft passes warm, then cold
+			attempts: 2,
+			check: func(t *testing.T, r e2eRun) {
+				if n := r.out.Contract.Toolchain("node"); n == nil || n.Hash == "" {
+					t.Fatalf("node toolchain %+v, want a pinned one", n)
+				}
+				wantPassed(t, r.out, "joins words with hyphens", "drops accents", "trims separators")
+			},
+		},
+		{
+			fixture: "synth-unfixable", verified: false, rules: []string{},
+			// fail, identical rerun fails the same way, no rule applies
+			attempts: 2,
+			check: func(t *testing.T, r e2eRun) {
+				d := r.out.Diagnosis
+				if !strings.Contains(d, "TestSumThree") || strings.Contains(d, "TestSumEmpty") || !strings.Contains(d, "project's own code") {
+					t.Fatalf("diagnosis %q: want TestSumThree named as failing on the project's code, and not TestSumEmpty", d)
+				}
+				c := r.out.Contract
+				if i := c.Strongest(); i < 0 || c.Stages[i].Steps[0].Run != "go test -v ./..." || c.Toolchain("go").Hash == "" {
+					t.Fatalf("kept contract lost its verification or its pins: %+v", c)
+				}
+				if len(r.out.Contract.Quarantine) != 0 {
+					t.Fatalf("a real failure was quarantined: %+v", r.out.Contract.Quarantine)
+				}
+			},
+		},
+	} {
+		t.Run(tc.fixture, func(t *testing.T) {
+			r := synthesize(t, e, tc.fixture)
+			out := r.out
+			if out.Verified != tc.verified {
+				t.Errorf("verified = %v, want %v; diagnosis: %s", out.Verified, tc.verified, out.Diagnosis)
+			}
+			if got := accepted(out); !slices.Equal(got, tc.rules) {
+				t.Errorf("accepted rules %v, want %v (all deltas: %+v)", got, tc.rules, out.Deltas)
+			}
+			if len(out.Attempts) != tc.attempts {
+				t.Errorf("%d attempts, want %d", len(out.Attempts), tc.attempts)
+			}
+			if out.Contract == nil {
+				t.Fatal("no contract kept")
+			}
+			if err := contract.Validate(out.Contract); err != nil {
+				t.Fatalf("the kept contract is invalid: %v", err)
+			}
+			if tc.check != nil {
+				tc.check(t, r)
+			}
+		})
+	}
+}
+
+// wantPassed checks that the named tests ran and passed in the final attempt.
+func wantPassed(t *testing.T, out *synth.Outcome, names ...string) {
+	t.Helper()
+	last := out.Attempts[len(out.Attempts)-1]
+	for _, n := range names {
+		if !slices.ContainsFunc(last.Tests, func(x results.Test) bool { return x.Name == n && x.Status == results.Passed }) {
+			t.Errorf("%s did not pass in the final attempt; tests: %+v", n, last.Tests)
+		}
+	}
+}
+
+// TestE2EDeterministic runs synth twice on the same fixture from scratch:
+// the contracts must be byte-identical.
+func TestE2EDeterministic(t *testing.T) {
+	e := e2eEngine(t)
+	const name = "synth-missing-command"
+	a := synthesize(t, e, name)
+	b := synthesize(t, e, name)
+	if !a.out.Verified || !b.out.Verified {
+		t.Fatalf("verified %v and %v", a.out.Verified, b.out.Verified)
+	}
+	x, err := contract.Encode(a.out.Contract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, err := contract.Encode(b.out.Contract)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(x, y) {
+		t.Fatalf("two runs wrote different contracts:\n%s\n---\n%s", x, y)
+	}
+}
