@@ -15,7 +15,9 @@
 //
 // Node version: .nvmrc / .node-version (root first) > .tool-versions (nodejs)
 // > package.json engines.node > CI setup-node version (matrix expanded) >
-// default ("lts/*").
+// default ("lts/*"). engines.node is a constraint: when the CI version
+// satisfies it, the CI version is taken, since that is what the project
+// tests with.
 //
 // Package manager, per Node project: the packageManager field > the kind of
 // lockfile (package-lock, yarn.lock classic or berry, pnpm-lock, bun.lock)

@@ -133,6 +133,9 @@ func TestNodeVersionPrecedence(t *testing.T) {
 		{"nvmrc", []discover.Evidence{nvmrc, tv, pkg, setup}, "20.20.2"},
 		{"tool-versions", []discover.Evidence{tv, pkg, setup}, "20.11.1"},
 		{"engines", []discover.Evidence{pkg, setup}, "18.20.8"},
+		// An open engines range takes the version CI tests with when it fits.
+		{"engines, CI within", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1, "engines.node", ">=20"), ev(discover.KindGHASetup, ".github/workflows/ci.yml", 9, "workflow", "ci.yml", "job", "t", "runs-on", "ubuntu-latest", "tool", "node", "version", "20")}, "20.20.2"},
+		{"engines, CI outside", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1, "engines.node", ">=22"), ev(discover.KindGHASetup, ".github/workflows/ci.yml", 9, "workflow", "ci.yml", "job", "t", "runs-on", "ubuntu-latest", "tool", "node", "version", "20")}, "24.22.3"},
 		{"setup-node", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1), setup}, "16.20.2"},
 		{"default", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1)}, "24.22.3"},
 	}

@@ -5,10 +5,12 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/discover"
+	"github.com/bootstrap-dev/bootstrap/toolchain"
 )
 
 // toolchains picks the Go, Node and package-manager versions; the order of
@@ -179,9 +181,18 @@ func (p *run) nodeToolchain() error {
 			}
 		}
 	}
-	if c.ev == nil {
-		if s, ok := p.ciSetup["node"]; ok {
+	if s, ok := p.ciSetup["node"]; ok {
+		switch {
+		case c.ev == nil:
 			c = pick{s.spec, "CI setup-node", &s.ev}
+		case c.what == "package.json engines.node":
+			// engines is a constraint; the version CI tests with, when it
+			// meets it, is the one the project knows works.
+			if ci, err := p.resolve("node", pick{s.spec, "CI setup-node", &s.ev}); err == nil {
+				if in, err := toolchain.Resolve([]string{ci}, c.spec); err == nil && in == ci {
+					c = pick{s.spec, "CI setup-node, within engines.node " + strconv.Quote(c.spec) + ",", &s.ev}
+				}
+			}
 		}
 	}
 	if c.ev == nil {
