@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"github.com/bootstrap-dev/bootstrap/fixtures"
 	"github.com/bootstrap-dev/bootstrap/replay"
 	"github.com/bootstrap-dev/bootstrap/replay/docker"
+	"github.com/bootstrap-dev/bootstrap/replay/replaytest"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
 
@@ -23,25 +23,7 @@ var scratchBase = fixtures.BaseImage()
 // unless BOOTSTRAP_REQUIRE_DOCKER=1 (as in CI) makes that a failure.
 func realEngine(t *testing.T) *docker.Engine {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("real-engine test")
-	}
-	e, err := docker.New()
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = e.Ping(ctx)
-		cancel()
-	}
-	if err == nil {
-		_, err = e.InspectImage(context.Background(), scratchBase)
-	}
-	if err != nil {
-		if os.Getenv("BOOTSTRAP_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("docker engine required: %v", err)
-		}
-		t.Skipf("no docker engine with %s: %v", scratchBase, err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e, _ := replaytest.Docker(t)
 	return e
 }
 

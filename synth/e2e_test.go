@@ -20,6 +20,7 @@ import (
 	"github.com/bootstrap-dev/bootstrap/plan"
 	"github.com/bootstrap-dev/bootstrap/replay"
 	"github.com/bootstrap-dev/bootstrap/replay/docker"
+	"github.com/bootstrap-dev/bootstrap/replay/replaytest"
 	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/results"
 	"github.com/bootstrap-dev/bootstrap/synth"
@@ -39,25 +40,7 @@ var toolchainCache = filepath.Join(os.TempDir(), "bootstrap-e2e-cache")
 // failure, as CI sets it.
 func e2eEngine(t *testing.T) *docker.Engine {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("end-to-end test against the real engine")
-	}
-	e, err := docker.New()
-	if err == nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		err = e.Ping(ctx)
-		cancel()
-		if err == nil {
-			_, err = e.InspectImage(context.Background(), e2eImage)
-		}
-	}
-	if err != nil {
-		if os.Getenv("BOOTSTRAP_REQUIRE_DOCKER") == "1" {
-			t.Fatalf("docker engine with %s required (build it with `bootstrap image build-base`): %v", e2eImage, err)
-		}
-		t.Skipf("no docker engine with %s: %v", e2eImage, err)
-	}
-	t.Cleanup(func() { e.Close() })
+	e, _ := replaytest.Docker(t)
 	return e
 }
 

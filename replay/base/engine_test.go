@@ -15,27 +15,13 @@ import (
 	"github.com/bootstrap-dev/bootstrap/replay/replaytest"
 )
 
-func realEngine(t *testing.T) *docker.Engine {
+func realEngine(t *testing.T) (*docker.Engine, string) {
 	t.Helper()
-	e, err := docker.New()
-	if err != nil {
-		replaytest.NoEngine(t, err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if err := e.Ping(ctx); err != nil {
-		replaytest.NoEngine(t, err)
-	}
-	return e
+	return replaytest.Docker(t)
 }
 
 func TestResolveRealEngine(t *testing.T) {
-	e := realEngine(t)
-	ref := os.Getenv("BOOTSTRAP_TEST_IMAGE")
-	if ref == "" {
-		ref = "bootstrap-dev/scratch-base:bookworm"
-	}
+	e, ref := realEngine(t)
 	info, err := e.InspectImage(t.Context(), ref)
 	if err != nil {
 		t.Fatalf("test image: %v", err)
@@ -61,7 +47,7 @@ func TestResolveRealEngine(t *testing.T) {
 // image ID on a real engine, so a digest pinned on one machine matches an
 // image built on another.
 func TestBuildIDIsReproducibleRealEngine(t *testing.T) {
-	e := realEngine(t)
+	e, _ := realEngine(t)
 	script := fakeDebootstrap(t, target+fakeRoot)
 	ref := fmt.Sprintf("bootstrap-dev/base-test-%d-%d:1", os.Getpid(), time.Now().UnixNano())
 	t.Cleanup(func() {

@@ -2,52 +2,23 @@ package docker_test
 
 import (
 	"context"
-	"errors"
-	"os"
 	"testing"
-	"time"
 
+	"github.com/bootstrap-dev/bootstrap/fixtures"
 	"github.com/bootstrap-dev/bootstrap/replay"
-	"github.com/bootstrap-dev/bootstrap/replay/base"
 	"github.com/bootstrap-dev/bootstrap/replay/docker"
 	"github.com/bootstrap-dev/bootstrap/replay/replaytest"
 )
 
-// defaultTestImage is the debootstrap image CI builds before the tests.
-const defaultTestImage = "bootstrap-dev/scratch-base:bookworm"
-
-// engine returns a real engine, skipping (or failing, in CI) when none answers.
+// engine returns the real engine, skipping (or failing, in CI) when none answers.
 func engine(t testing.TB) *docker.Engine {
 	t.Helper()
-	e, err := docker.New()
-	if err != nil {
-		replaytest.NoEngine(t, err)
-	}
-	t.Cleanup(func() { _ = e.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-	defer cancel()
-	if err := e.Ping(ctx); err != nil {
-		replaytest.NoEngine(t, err)
-	}
+	e, _ := replaytest.Docker(t)
 	return e
 }
 
-func testImage(t testing.TB, e *docker.Engine) string {
-	t.Helper()
-	ref := os.Getenv("BOOTSTRAP_TEST_IMAGE")
-	if ref == "" {
-		ref = defaultTestImage
-	}
-	_, err := e.InspectImage(t.Context(), ref)
-	if errors.Is(err, replay.ErrNotFound) {
-		t.Logf("test image %s is absent; building it with debootstrap", ref)
-		_, err = base.Build(t.Context(), e, base.Options{Ref: ref})
-	}
-	if err != nil {
-		t.Fatalf("test image %s: %v (or name another with BOOTSTRAP_TEST_IMAGE)", ref, err)
-	}
-	return ref
-}
+// testImage is the base image CI builds before the tests.
+func testImage(t testing.TB, _ *docker.Engine) string { return fixtures.BaseImage() }
 
 func TestBehaviourSuite(t *testing.T) {
 	e := engine(t)
