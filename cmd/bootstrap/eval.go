@@ -8,16 +8,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bootstrap-dev/bootstrap/eval"
-	"github.com/bootstrap-dev/bootstrap/llm"
 	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/synth"
 )
 
 func newEval() *cobra.Command {
-	var f replayFlags
-	var budget synth.Budget
-	var model, work, out string
-	var noLLM bool
+	var f synthFlags
+	var work, out string
 	cmd := &cobra.Command{
 		Use:   "eval [flags] CORPUS",
 		Short: "Run synth over a corpus of repositories and report how each fared",
@@ -53,7 +50,7 @@ contract, traces and the synth summary.`,
 				return err
 			}
 			defer e.Close()
-			s, err := newSession(cmd, &f, e, budget, model, noLLM)
+			s, err := newSession(cmd, &f, e)
 			if err != nil {
 				return err
 			}
@@ -81,12 +78,7 @@ contract, traces and the synth summary.`,
 			return runErr
 		},
 	}
-	f.register(cmd)
-	cmd.Flags().IntVar(&budget.Iterations, "max-iterations", synth.DefaultIterations, "replays to spend per repository")
-	cmd.Flags().DurationVar(&budget.Wall, "max-time", synth.DefaultWall, "wall time to spend per repository")
-	cmd.Flags().IntVar(&budget.Tokens, "max-tokens", synth.DefaultTokens, "LLM tokens to spend per repository")
-	cmd.Flags().StringVar(&model, "model", llm.DefaultModel, "LLM model (any OpenAI-compatible endpoint: OPENAI_BASE_URL)")
-	cmd.Flags().BoolVar(&noLLM, "no-llm", false, "use the rules alone even when OPENAI_API_KEY is set")
+	f.register(cmd, "per repository")
 	cmd.Flags().StringVar(&work, "work", "", "where the copies go (default: a new temporary directory)")
 	cmd.Flags().StringVar(&out, "json", "", "also write the full report as JSON to this file")
 	return cmd

@@ -18,11 +18,27 @@ import (
 	"github.com/bootstrap-dev/bootstrap/synth"
 )
 
+// synthFlags are shared by synth and eval: how to replay, the budget, the LLM.
+type synthFlags struct {
+	replayFlags
+	budget synth.Budget
+	model  string
+	noLLM  bool
+}
+
+func (f *synthFlags) register(cmd *cobra.Command, per string) {
+	f.replayFlags.register(cmd)
+	cmd.Flags().IntVar(&f.budget.Iterations, "max-iterations", synth.DefaultIterations, "replays to spend "+per)
+	cmd.Flags().DurationVar(&f.budget.Wall, "max-time", synth.DefaultWall, "wall time to spend "+per)
+	cmd.Flags().IntVar(&f.budget.Tokens, "max-tokens", synth.DefaultTokens, "LLM tokens to spend "+per)
+	cmd.Flags().StringVar(&f.model, "model", llm.DefaultModel, "LLM model (any OpenAI-compatible endpoint: OPENAI_BASE_URL)")
+	cmd.Flags().BoolVar(&f.noLLM, "no-llm", false, "use the rules alone even when OPENAI_API_KEY is set")
+}
+
 func newSynth() *cobra.Command {
-	var f replayFlags
-	var budget synth.Budget
-	var model, into string
-	var noLLM, fresh bool
+	var f synthFlags
+	var into string
+	var fresh bool
 	cmd := &cobra.Command{
 		Use:   "synth [flags] [PATH | GIT-URL]",
 		Short: "Discover, plan, replay and repair until the contract passes a cold replay",
@@ -45,15 +61,10 @@ repository) first.`,
 			if err != nil {
 				return err
 			}
-			return runSynth(cmd, dir, &f, budget, model, noLLM, fresh)
+			return runSynth(cmd, dir, &f, fresh)
 		},
 	}
-	f.register(cmd)
-	cmd.Flags().IntVar(&budget.Iterations, "max-iterations", synth.DefaultIterations, "replays to spend before giving up")
-	cmd.Flags().DurationVar(&budget.Wall, "max-time", synth.DefaultWall, "wall time to spend before giving up")
-	cmd.Flags().IntVar(&budget.Tokens, "max-tokens", synth.DefaultTokens, "LLM tokens to spend before giving up")
-	cmd.Flags().StringVar(&model, "model", llm.DefaultModel, "LLM model (any OpenAI-compatible endpoint: OPENAI_BASE_URL)")
-	cmd.Flags().BoolVar(&noLLM, "no-llm", false, "use the rules alone even when OPENAI_API_KEY is set")
+	f.register(cmd, "before giving up")
 	cmd.Flags().BoolVar(&fresh, "fresh", false, "plan anew instead of starting from an existing contract")
 	cmd.Flags().StringVar(&into, "into", "", "where to clone a GIT-URL")
 	return cmd
@@ -74,7 +85,7 @@ func target(cmd *cobra.Command, arg, into string) (string, error) {
 	return into, nil
 }
 
-func runSynth(cmd *cobra.Command, dir string, f *replayFlags, budget synth.Budget, model string, noLLM, fresh bool) error {
+func runSynth(cmd *cobra.Command, dir string, f *synthFlags, fresh bool) error {
 	ctx := cmd.Context()
 	snap, err := f.snapshot(ctx, dir)
 	if err != nil {
@@ -85,7 +96,7 @@ func runSynth(cmd *cobra.Command, dir string, f *replayFlags, budget synth.Budge
 		return err
 	}
 	defer e.Close()
-	s, err := newSession(cmd, f, e, budget, model, noLLM)
+	s, err := newSession(cmd, f, e)
 	if err != nil {
 		return err
 	}
@@ -103,27 +114,27 @@ func runSynth(cmd *cobra.Command, dir string, f *replayFlags, budget synth.Budge
 
 // newSession wires a synth session to the engine: a warm and a cold
 // runner, the planner's version resolver, and the LLM when one is configured.
-func newSession(cmd *cobra.Command, f *replayFlags, e replay.Engine, budget synth.Budget, model string, noLLM bool) (*synth.Session, error) {
+func newSession(cmd *cobra.Command, f *synthFlags, e replay.Engine) (*synth.Session, error) {
 	stderr := cmd.ErrOrStderr()
-	warm, err := newRunner(cmd, f, e)
+	warm, err := newRunner(cmd, &f.replayFlags, e)
 	if err != nil {
 		return nil, err
 	}
-	coldFlags := *f
+	coldFlags := f.replayFlags
 	coldFlags.noCache = true
 	cold, err := newRunner(cmd, &coldFlags, e)
 	if err != nil {
 		return nil, err
 	}
 	rules := plan.NewRules()
-	opts := []synth.Option{synth.WithBudget(budget), synth.WithResolver(rules.Resolve), synth.WithProgress(progressTo(cmd))}
-	if use, why := useLLM(noLLM); use {
+	opts := []synth.Option{synth.WithBudget(f.budget), synth.WithResolver(rules.Resolve), synth.WithProgress(progressTo(cmd))}
+	if use, why := useLLM(f.noLLM); use {
 		cache, err := cacheDir()
 		if err != nil {
 			return nil, err
 		}
-		opts = append(opts, synth.WithReviser(llm.New(os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_BASE_URL"), nil, llm.WithModel(model), llm.WithCacheDir(filepath.Join(cache, "llm")))))
-		fmt.Fprintf(stderr, "LLM reviser: %s at %s\n", model, endpoint())
+		opts = append(opts, synth.WithReviser(llm.New(os.Getenv("OPENAI_API_KEY"), os.Getenv("OPENAI_BASE_URL"), nil, llm.WithModel(f.model), llm.WithCacheDir(filepath.Join(cache, "llm")))))
+		fmt.Fprintf(stderr, "LLM reviser: %s at %s\n", f.model, endpoint())
 	} else {
 		fmt.Fprintf(stderr, "rules only, no tokens spent (%s)\n", why)
 	}
