@@ -74,6 +74,7 @@ func WithDefaultVersion(tool, spec string) Option {
 
 // Defaults of NewRules.
 const (
+	npmDefault  = "10.9.4"
 	DefaultBase = "bootstrap/base:bookworm"
 	DefaultUser = "builder"
 	platform    = "linux/amd64"
@@ -86,7 +87,7 @@ func NewRules(opts ...Option) *Rules {
 		user:     DefaultUser,
 		versions: EmbeddedTable(),
 		defaults: map[string]string{
-			"go": "stable", "node": "lts/*", "npm": "10.9.4", "yarn": "1.22.22", "yarn-berry": "4.9.4",
+			"go": "stable", "node": "lts/*", "npm": npmDefault, "yarn": "1.22.22", "yarn-berry": "4.9.4",
 			"pnpm": "9.15.9", "bun": "1.1.38",
 		},
 	}

@@ -464,3 +464,15 @@ func TestRulesResolveUsesDefaults(t *testing.T) {
 		t.Error("a range for a tool without a release table resolved")
 	}
 }
+
+func TestNPMFollowsNode(t *testing.T) {
+	for node, want := range map[string]string{"12": "6.14.18", "14": "8.19.4", "16": "8.19.4", "18": "9.9.4", "20": "10.9.4", "22": "10.9.4"} {
+		out := explain(t, result([]discover.Project{proj(".", "node")},
+			ev(discover.KindNodeVersionFile, ".nvmrc", 1, "version", node),
+			ev(discover.KindPackageJSON, "package.json", 1),
+			ev(discover.KindPackageScript, "package.json", 5, "name", "test", "command", "node --test")))
+		if got := out.Contract.Toolchain("npm"); got == nil || got.Version != want || got.Source != "npm:npm@"+want {
+			t.Errorf("node %s: npm = %+v, want %s", node, got, want)
+		}
+	}
+}

@@ -236,6 +236,9 @@ func (p *run) packageManagers() error {
 		v := m.version
 		if v == "" {
 			v = p.defaults[def]
+			if name == "npm" {
+				v = p.npmVersion()
+			}
 		}
 		src := "npm:" + name + "@" + v
 		if m.berry {
@@ -251,11 +254,32 @@ func (p *run) packageManagers() error {
 		// Node tooling calls npm itself (npm pack, npx, lifecycle scripts)
 		// even where another package manager installs the dependencies.
 		if name != "npm" && p.c.Toolchain("npm") == nil {
-			p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "npm", Version: p.defaults["npm"], Source: "npm:npm@" + p.defaults["npm"]})
-			p.decide("toolchain npm", p.defaults["npm"], m.ev, "Node tools call npm even in "+m.label()+" projects; the node package has no npm of its own")
+			nv := p.npmVersion()
+			p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "npm", Version: nv, Source: "npm:npm@" + nv})
+			p.decide("toolchain npm", nv, m.ev, "Node tools call npm even in "+m.label()+" projects; the node package has no npm of its own")
 		}
 	}
 	return nil
+}
+
+// npmVersion is the npm to declare when the project pins none: the default
+// on current Node, else the last npm line the project's Node runs (npm 10
+// needs Node 18.17, npm 9 Node 14.17, npm 8 Node 12.13).
+func (p *run) npmVersion() string {
+	n := p.c.Toolchain("node")
+	if n == nil || p.defaults["npm"] != npmDefault {
+		return p.defaults["npm"]
+	}
+	major, _ := strconv.Atoi(strings.SplitN(n.Version, ".", 2)[0])
+	switch {
+	case major < 14:
+		return "6.14.18"
+	case major < 18:
+		return "8.19.4"
+	case major < 20:
+		return "9.9.4"
+	}
+	return npmDefault
 }
 
 func (m pm) label() string {
