@@ -144,7 +144,29 @@ func Classify(exitCode int, timedOut, oom bool, log []byte) *Failure {
 			return f
 		}
 	}
-	return &Failure{Class: Unknown, Subject: "exit " + strconv.Itoa(exitCode), Lines: lastLines(lines, maxLines)}
+	return &Failure{Class: Unknown, Subject: "exit " + strconv.Itoa(exitCode), Lines: tellingLines(lines, maxLines)}
+}
+
+// errorish marks a line that states an error rather than a stack frame or
+// a progress note.
+var errorish = regexp.MustCompile(`(?i)(^|[^a-z])(error|fatal|panic|exception)\b|ERR!|ERR_[A-Z_]+|\bfailed\b`)
+
+// tellingLines picks what decided an unknown failure: from the first line
+// that states an error near the end of the log, else the last lines.
+func tellingLines(lines []string, n int) []string {
+	for i := max(len(lines)-200, 0); i < len(lines); i++ {
+		if !errorish.MatchString(lines[i]) {
+			continue
+		}
+		var out []string
+		for _, l := range lines[i:] {
+			if s := strings.TrimSpace(l); s != "" && len(out) < n {
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	return lastLines(lines, n)
 }
 
 // lastLines returns the last n non-blank lines, the most telling ones when

@@ -106,3 +106,15 @@ func TestClassifyLinesBounded(t *testing.T) {
 		t.Errorf("got %d lines, want %d", len(f.Lines), maxLines)
 	}
 }
+
+func TestUnknownPicksTheErrorLine(t *testing.T) {
+	log := "> kleur@4.1.5 test\ninternal/modules/cjs/loader.js:977\n    throw new ERR_REQUIRE_ESM(filename);\n    ^\n\nError [ERR_REQUIRE_ESM]: Must use import to load ES Module: /x/index.mjs\n    at new NodeError (internal/errors.js:322:7)\n    at Module.load (internal/modules/cjs/loader.js:977:11)\n"
+	f := Classify(1, false, false, []byte(log))
+	if f.Class != Unknown || len(f.Lines) == 0 || f.Lines[0] != "throw new ERR_REQUIRE_ESM(filename);" {
+		t.Fatalf("%+v", f)
+	}
+	f = Classify(2, false, false, []byte("step one\nstep two\nexiting\n"))
+	if f.Lines[len(f.Lines)-1] != "exiting" {
+		t.Fatalf("no error line: %+v", f)
+	}
+}
