@@ -53,6 +53,9 @@ type run struct {
 	artifacts  []Artifact
 	volumes    []string // per-run volumes, removed at the end
 	homeVol    string
+	work, ca   string // per-run volumes: the work tree and the CA bundle
+	resumed    string // the run whose state this one resumed in
+	kept       *State // what WithKeepState handed over
 	containers []Container
 	mounts     []Mount
 	shell      []string
@@ -99,11 +102,10 @@ func (x *run) execute(ctx context.Context) (res *Result, err error) {
 	if err := x.writeLease(); err != nil {
 		return nil, err
 	}
-	var kept *Kept
 	defer func() {
-		kept = x.cleanup(ctx)
+		kept := x.cleanup(ctx)
 		if res != nil {
-			res.Kept = kept
+			res.Kept, res.State = kept, x.kept
 		}
 	}()
 	x.secretSetup()
@@ -116,9 +118,19 @@ func (x *run) execute(ctx context.Context) (res *Result, err error) {
 	if err := x.fetchToolchains(ctx); err != nil {
 		return nil, x.abort(err)
 	}
-	ok, err := x.prepare(ctx)
-	if err != nil {
-		return nil, x.abort(err)
+	ok := true
+	if s := x.in.Resume; s != nil && s.setup == x.resumeKey(s) {
+		x.adopt(s)
+	} else {
+		if s != nil {
+			// Made for another setup (a package or toolchain changed): of no use.
+			if err := x.Discard(ctx, s); err != nil {
+				_ = x.emit(traces.Event{Type: traces.StageStart, Stage: prepareStage, Message: err.Error()})
+			}
+		}
+		if ok, err = x.prepare(ctx); err != nil {
+			return nil, x.abort(err)
+		}
 	}
 	if ok {
 		if err := x.stagesRun(ctx); err != nil {
@@ -232,6 +244,19 @@ func mapsKeys(m map[string]string) func(func(string) bool) {
 	}
 }
 
+// stageMounts are what every stage container mounts: the work tree and
+// HOME read-write, toolchains and the CA bundle read-only.
+func (x *run) stageMounts() []Mount {
+	m := []Mount{{Volume: x.work, Target: workDir}, {Volume: x.homeVol, Target: x.home()}}
+	for _, a := range x.artifacts {
+		m = append(m, Mount{Volume: toolVolume(a.Toolchain), Target: toolRoot + "/" + a.Toolchain.Name, ReadOnly: true})
+	}
+	if x.ca != "" {
+		m = append(m, Mount{Volume: x.ca, Target: caDir, ReadOnly: true})
+	}
+	return m
+}
+
 // prepare creates the volumes and the run image: the unprivileged user,
 // system packages, the repository copy, toolchains and the CA bundle.
 func (x *run) prepare(ctx context.Context) (bool, error) {
@@ -241,6 +266,7 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("creating work volume: %w", err)
 	}
 	x.volumes = append(x.volumes, work)
+	x.work = work
 	x.homeVol = "bootstrap-home-" + x.homeKey()
 	if x.noCache {
 		x.homeVol = "bootstrap-home-" + x.id
@@ -251,16 +277,13 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("creating dependency cache volume: %w", err)
 	}
 	x.homeReuse = map[bool]string{true: "miss", false: "hit"}[created]
-	x.mounts = []Mount{{Volume: work, Target: workDir}, {Volume: x.homeVol, Target: x.home()}}
-	prepMounts := slices.Clone(x.mounts)
+	prepMounts := []Mount{{Volume: work, Target: workDir}, {Volume: x.homeVol, Target: x.home()}}
 	for _, a := range x.artifacts {
 		v := toolVolume(a.Toolchain)
 		if _, err := x.engine.EnsureVolume(ctx, v, map[string]string{LabelRole: "toolchain"}); err != nil {
 			return false, fmt.Errorf("creating toolchain volume: %w", err)
 		}
-		target := toolRoot + "/" + a.Toolchain.Name
-		prepMounts = append(prepMounts, Mount{Volume: v, Target: target})
-		x.mounts = append(x.mounts, Mount{Volume: v, Target: target, ReadOnly: true})
+		prepMounts = append(prepMounts, Mount{Volume: v, Target: toolRoot + "/" + a.Toolchain.Name})
 	}
 	if x.inputs.ca != nil {
 		v := "bootstrap-ca-" + x.id
@@ -268,9 +291,10 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 			return false, fmt.Errorf("creating CA volume: %w", err)
 		}
 		x.volumes = append(x.volumes, v)
+		x.ca = v
 		prepMounts = append(prepMounts, Mount{Volume: v, Target: caStage})
-		x.mounts = append(x.mounts, Mount{Volume: v, Target: caDir, ReadOnly: true})
 	}
+	x.mounts = x.stageMounts()
 	_ = x.writeLease()
 
 	x.stageStart(prepareStage, true)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/fixtures"
 	"github.com/bootstrap-dev/bootstrap/replay"
 	"github.com/bootstrap-dev/bootstrap/replay/docker"
@@ -137,4 +138,34 @@ func (r *recordingEngine) runs() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return slices.Sorted(maps.Keys(r.ids))
+}
+
+// TestRealResume keeps a failed replay's state on the real engine and
+// resumes a revised contract in it: the work tree the fetch stage left is
+// there, and once done nothing of either run remains.
+func TestRealResume(t *testing.T) {
+	e := realEngine(t)
+	rec := &recordingEngine{Engine: e}
+	r := replay.New(replay.WithEngine(rec), replay.WithCacheDir(t.TempDir()), replay.WithKeepState())
+	c := testContract("test -f /work/src/fetched && test -f /work/src/fixed")
+	c.Base.Image = scratchBase
+	c.Stages[0].Steps[0].Run = "touch fetched"
+	first, err := r.Run(context.Background(), replay.Input{Contract: c, Snapshot: snapshot(), OutDir: t.TempDir()})
+	if err != nil || first.Verdict != traces.Fail || first.State == nil {
+		t.Fatalf("first: %v %+v", err, first)
+	}
+	revised := c.Clone()
+	revised.Stages[1].Steps = append([]contract.Step{step("touch fixed")}, revised.Stages[1].Steps...)
+	second, err := r.Run(context.Background(), replay.Input{Contract: revised, Snapshot: snapshot(), OutDir: t.TempDir(), Resume: first.State, From: 1})
+	if err != nil || second.Verdict != traces.Pass || second.Record.Run.ResumedFrom == "" {
+		t.Fatalf("second: %v %+v", err, second)
+	}
+	for _, run := range rec.runs() {
+		if ids, _ := e.List(context.Background(), map[string]string{replay.LabelRun: run}); len(ids) != 0 {
+			t.Errorf("containers of run %s left: %v", run, ids)
+		}
+		if _, err := e.InspectImage(context.Background(), "bootstrap-run:"+run); err == nil {
+			t.Errorf("run image of %s left", run)
+		}
+	}
 }

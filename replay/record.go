@@ -88,6 +88,9 @@ type RunMetadata struct {
 	// DependencyCache says whether the home cache volume was reused, a
 	// matter of time only.
 	DependencyCache string `json:"dependency_cache,omitempty"`
+	// ResumedFrom names the failed run whose state this warm replay
+	// resumed in; its verdict is never cached.
+	ResumedFrom string `json:"resumed_from,omitempty"`
 }
 
 func (c TestCounts) add(rep results.Report) TestCounts {

@@ -38,6 +38,7 @@ type Runner struct {
 	cacheDir   string
 	noCache    bool
 	keep       bool
+	keepState  bool
 	progress   io.Writer
 	now        func() time.Time
 	secrets    func(string) (string, bool)
@@ -99,6 +100,12 @@ func New(opts ...Option) *Runner {
 type Input struct {
 	Contract *contract.Contract
 	Snapshot *repo.Snapshot
+	// Resume, when set, is the state of an earlier failed replay to resume
+	// in, starting at stage index From; it is used only if it was made for
+	// the same setup (base image, user, packages, toolchains, CA), and is
+	// owned by this replay from then on either way.
+	Resume *State
+	From   int
 	// OutDir receives record.json, provenance.json, trace.jsonl and logs/;
 	// usually the repository's .bootstrap directory.
 	OutDir string
@@ -128,6 +135,9 @@ type Result struct {
 	Tests []results.Test
 	// Failure is the first failing step's, nil on a pass.
 	Failure *StepFailure
+	// State is what WithKeepState kept of a failed replay, for the next
+	// replay to resume in; nil on a pass.
+	State *State
 	// Kept lists what WithKeep left behind and how to enter it.
 	Kept *Kept
 }

@@ -176,8 +176,14 @@ func (x *run) env() []string {
 func (x *run) stagesRun(ctx context.Context) error {
 	env := x.env()
 	failed := false
-	for _, s := range x.contract.Stages {
+	for i, s := range x.contract.Stages {
 		rec := StageRecord{Name: s.Name, Network: s.Network, Steps: len(s.Steps), Verdict: NotRun}
+		if x.resumed != "" && i < x.in.From {
+			rec.Verdict = ReusedStage
+			x.stages = append(x.stages, rec)
+			_ = x.emit(traces.Event{Type: traces.StageEnd, Stage: s.Name, Verdict: traces.Pass, Message: "reused from run " + x.resumed})
+			continue
+		}
 		if failed {
 			x.stages = append(x.stages, rec)
 			continue
@@ -261,7 +267,7 @@ func (x *run) finish() (*Result, error) {
 		SystemPackages: x.packages, Verifier: VerifierVersion, Stages: x.stages,
 		Tests: x.counts, TestResults: outcomes(x.tests, x.contract.Quarantine),
 		Run: RunMetadata{InvocationID: x.id, StartedOn: stamp(x.start), FinishedOn: stamp(x.now()), Host: x.host,
-			DurationsMS: x.durations, DependencyCache: x.homeReuse},
+			DurationsMS: x.durations, DependencyCache: x.homeReuse, ResumedFrom: x.resumed},
 	}
 	if len(x.contract.Toolchains) > 0 {
 		rec.Toolchains = map[string]string{}
@@ -280,8 +286,10 @@ func (x *run) finish() (*Result, error) {
 	if err := x.writeOutputs(x.in.OutDir, res, data, x.id, x.start); err != nil {
 		return nil, err
 	}
-	if err := x.storeVerdict(rec, data); err != nil {
-		return nil, err
+	if x.resumed == "" {
+		if err := x.storeVerdict(rec, data); err != nil {
+			return nil, err
+		}
 	}
 	msg := ""
 	if x.failure != nil {
@@ -315,6 +323,12 @@ func (x *run) cleanup(ctx context.Context) *Kept {
 	var errs []error
 	for _, c := range x.containers {
 		errs = append(errs, c.Remove(cctx))
+	}
+	if x.keepState && x.failure != nil && ctx.Err() == nil && errors.Join(errs...) == nil {
+		// The lease still names the image and volumes, so a crash before
+		// they are resumed in or discarded leaves them to the next reaper.
+		x.kept = x.handOver()
+		return nil
 	}
 	if x.runImage != "" && x.runImage != x.image.ID {
 		errs = append(errs, x.engine.RemoveImage(cctx, x.runImage))
@@ -359,9 +373,11 @@ func (x *run) writeLease() error {
 	return contract.WriteFileAtomic(x.leasePath(x.id), b)
 }
 
-func (x *run) dropLease() {
+func (x *run) dropLease() { x.dropLeaseOf(x.id) }
+
+func (x *run) dropLeaseOf(id string) {
 	if x.cacheDir != "" {
-		_ = os.Remove(x.leasePath(x.id))
+		_ = os.Remove(x.leasePath(id))
 	}
 }
 

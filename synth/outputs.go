@@ -63,6 +63,7 @@ type AttemptSummary struct {
 	Subject string  `json:"subject,omitempty"`
 	Seconds float64 `json:"seconds"`
 	Cached  bool    `json:"cached,omitempty"`
+	Resumed bool    `json:"resumed,omitempty"`
 	Trace   string  `json:"trace,omitempty"`
 }
 
@@ -83,7 +84,7 @@ type Summary struct {
 func Summarize(out *Outcome) Summary {
 	s := Summary{Verified: out.Verified, Iterations: len(out.Attempts), Seconds: out.Elapsed.Seconds(), Tokens: out.Tokens, UsedLLM: out.UsedLLM, Deltas: out.Deltas, Diagnosis: out.Diagnosis}
 	for _, a := range out.Attempts {
-		as := AttemptSummary{N: a.N, Verdict: "pass", Seconds: a.Duration.Seconds(), Cached: a.Cached, Trace: a.TracePath}
+		as := AttemptSummary{N: a.N, Verdict: "pass", Seconds: a.Duration.Seconds(), Cached: a.Cached, Resumed: a.Resumed, Trace: a.TracePath}
 		if !a.Pass {
 			as.Verdict = "fail"
 			as.Step = a.StepRef()

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -17,13 +19,20 @@ import (
 )
 
 // Replayer verifies attempts with real replays: Warm may reuse dependency
-// caches and the verdict cache, Cold must use neither.
+// caches and the verdict cache, Cold must use neither. When Warm keeps the
+// state of a failed replay (replay.WithKeepState), the next warm attempt
+// resumes in it from the first stage the revision touches, so a repair does
+// not pay for the setup and the stages before the failure again; a cold
+// attempt never resumes, and only a cold pass accepts a contract.
 type Replayer struct {
 	Warm, Cold *replay.Runner
 	Snapshot   *repo.Snapshot
 	// RunsDir receives one directory per attempt (attempt-N) with its
 	// trace, logs, record and provenance.
 	RunsDir string
+
+	state  *replay.State // kept by the last failed warm attempt
+	failed *Attempt      // that attempt
 }
 
 var _ Verifier = (*Replayer)(nil)
@@ -42,14 +51,28 @@ func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold
 	if err := os.RemoveAll(out); err != nil {
 		return nil, fmt.Errorf("clearing %s: %w", out, err)
 	}
+	in := replay.Input{Contract: c, Snapshot: r.Snapshot, OutDir: out}
+	if cold {
+		if err := r.Close(ctx); err != nil {
+			return nil, err
+		}
+	} else if r.state != nil {
+		// The replay owns the state from here, whether it resumes in it or not.
+		in.Resume, in.From = r.state, resumeFrom(r.failed, c)
+		r.state, r.failed = nil, nil
+	}
 	start := time.Now()
-	res, err := runner.Run(ctx, replay.Input{Contract: c, Snapshot: r.Snapshot, OutDir: out})
+	res, err := runner.Run(ctx, in)
 	if err != nil {
 		return nil, err
 	}
 	a := &Attempt{
 		N: n, Pass: res.Verdict == traces.Pass, Cached: res.Cached, Contract: res.Contract,
 		Tests: res.Tests, Duration: time.Since(start), TracePath: res.TracePath,
+		Resumed: res.Record != nil && res.Record.Run.ResumedFrom != "",
+	}
+	if res.State != nil {
+		r.state, r.failed = res.State, a
 	}
 	if f := res.Failure; f != nil {
 		a.Failure = f.Failure
@@ -67,6 +90,34 @@ func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold
 		}
 	}
 	return a, nil
+}
+
+// Close discards a kept state, if any.
+func (r *Replayer) Close(ctx context.Context) error {
+	s := r.state
+	r.state, r.failed = nil, nil
+	return r.Warm.Discard(ctx, s)
+}
+
+// resumeFrom is the first stage a revision of the failed attempt's contract
+// must run again: the first stage it changes, or the one that failed. A
+// changed environment touches every stage.
+func resumeFrom(failed *Attempt, next *contract.Contract) int {
+	prev := failed.Contract
+	stop := stageIndex(prev, failed.Stage)
+	if stop < 0 || !maps.Equal(prev.Env, next.Env) || !slices.Equal(prev.Secrets, next.Secrets) {
+		return 0
+	}
+	for i := 0; i < stop; i++ {
+		if i >= len(next.Stages) || !sameStage(prev.Stages[i], next.Stages[i]) {
+			return i
+		}
+	}
+	return stop
+}
+
+func sameStage(a, b contract.Stage) bool {
+	return a.Name == b.Name && a.Network == b.Network && a.Strongest == b.Strongest && slices.Equal(a.Steps, b.Steps)
 }
 
 // readTail returns the last n bytes of a file, starting at a line boundary.

@@ -16,9 +16,12 @@ import (
 
 // Attempt is one replay as the repair loop sees it.
 type Attempt struct {
-	N        int
-	Pass     bool
-	Cached   bool
+	N      int
+	Pass   bool
+	Cached bool
+	// Resumed is set when the replay resumed in the state a failed attempt
+	// kept, instead of starting cold.
+	Resumed  bool
 	Contract *contract.Contract
 	// Where the first failure happened; Stage is empty on a pass.
 	Stage   string

@@ -46,7 +46,7 @@ func (s *Session) Run(ctx context.Context, dir string, snap *repo.Snapshot) (*Ou
 	}
 	v := &Replayer{Warm: s.Warm, Cold: s.Cold, Snapshot: snap, RunsDir: filepath.Join(bdir, RunsDir)}
 	out, runErr := New(v, s.Options...).Run(ctx, draft, ev)
-	return out, errors.Join(runErr, WriteOutputs(bdir, out))
+	return out, errors.Join(runErr, v.Close(ctx), WriteOutputs(bdir, out))
 }
 
 // start is the committed contract when there is a valid one, else the

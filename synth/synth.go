@@ -422,6 +422,14 @@ func orWhat(s string) string {
 }
 
 func attemptLine(a *Attempt) string {
+	s := attemptVerdict(a)
+	if a.Resumed {
+		s += " (resumed in the failed attempt's state)"
+	}
+	return s
+}
+
+func attemptVerdict(a *Attempt) string {
 	if a.Pass {
 		s := fmt.Sprintf("pass in %s", a.Duration.Round(time.Millisecond))
 		if a.Cached {

@@ -95,7 +95,7 @@ func newEngine(ctx context.Context) (*docker.Engine, error) {
 }
 
 // newRunner builds a replay runner against the real engine and registries.
-func newRunner(cmd *cobra.Command, f *replayFlags, e replay.Engine) (*replay.Runner, error) {
+func newRunner(cmd *cobra.Command, f *replayFlags, e replay.Engine, extra ...replay.Option) (*replay.Runner, error) {
 	cache, err := cacheDir()
 	if err != nil {
 		return nil, err
@@ -117,5 +117,5 @@ func newRunner(cmd *cobra.Command, f *replayFlags, e replay.Engine) (*replay.Run
 	if f.keep {
 		opts = append(opts, replay.WithKeep())
 	}
-	return replay.New(opts...), nil
+	return replay.New(append(opts, extra...)...), nil
 }

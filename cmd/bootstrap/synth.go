@@ -116,7 +116,7 @@ func runSynth(cmd *cobra.Command, dir string, f *synthFlags, fresh bool) error {
 // runner, the planner's version resolver, and the LLM when one is configured.
 func newSession(cmd *cobra.Command, f *synthFlags, e replay.Engine) (*synth.Session, error) {
 	stderr := cmd.ErrOrStderr()
-	warm, err := newRunner(cmd, &f.replayFlags, e)
+	warm, err := newRunner(cmd, &f.replayFlags, e, replay.WithKeepState())
 	if err != nil {
 		return nil, err
 	}
@@ -181,6 +181,9 @@ func printSummary(w io.Writer, out *synth.Outcome, file string) {
 		}
 		if a.Cached {
 			line += " (verdict cache)"
+		}
+		if a.Resumed {
+			line += " (warm: resumed in the failed attempt's state)"
 		}
 		fmt.Fprintf(w, "  attempt %d  %6.1fs  %s\n", a.N, a.Duration.Seconds(), line)
 	}
