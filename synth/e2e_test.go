@@ -25,6 +25,7 @@ import (
 	"github.com/bootstrap-dev/bootstrap/results"
 	"github.com/bootstrap-dev/bootstrap/synth"
 	"github.com/bootstrap-dev/bootstrap/toolchain"
+	"github.com/bootstrap-dev/bootstrap/traces"
 )
 
 // e2eImage is the base image the planner drafts for; scripts/demo.sh and
@@ -190,7 +191,7 @@ func synthesize(t *testing.T, e *docker.Engine, name string) e2eRun {
 	v := &synth.Replayer{Warm: warm, Cold: cold, Snapshot: snap, RunsDir: filepath.Join(t.TempDir(), "runs")}
 
 	start := time.Now()
-	out, err := synth.New(v, synth.WithResolver(plan.EmbeddedTable().Resolve), synth.WithProgress(logWriter{t})).Run(ctx, draft, ev)
+	out, err := synth.New(v, synth.WithResolver(plan.NewRules().Resolve), synth.WithProgress(logWriter{t})).Run(ctx, draft, ev)
 	wall := time.Since(start)
 	if err != nil {
 		t.Fatalf("synth %s: %v", name, err)
@@ -323,6 +324,135 @@ func TestE2ESynth(t *testing.T) {
 					t.Fatalf("APP_MODE = %q, want test", v)
 				}
 				wantPassed(t, r.out, "TestCurrentIsTest")
+			},
+		},
+		{
+			fixture: "synth-lockfile-drift", verified: true, rules: []string{"lockfile-drift"},
+			// npm ci refuses the stale lockfile, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if got := r.draft.Stages[0].Steps[0].Run; got != "npm ci" {
+					t.Fatalf("the draft's first fetch step is %q, want npm ci", got)
+				}
+				fetch := r.out.Contract.Stages[0]
+				if st := fetch.Steps[0]; st.Run != "npm install --no-audit --no-fund" || st.Source != contract.SourceRepair {
+					t.Fatalf("first fetch step %+v, want npm install as a repair", st)
+				}
+				if ev := r.out.Deltas[0].Evidence; !strings.Contains(ev, "can only install packages when your package.json and package-lock.json") {
+					t.Fatalf("the repair cites %q, not npm's refusal", ev)
+				}
+				wantPassed(t, r.out, "greets each name", "greets nobody")
+			},
+		},
+		{
+			fixture: "synth-working-directory", verified: true, rules: []string{"working-directory"},
+			// no go.mod at the root, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				vi := r.out.Contract.Strongest()
+				if d := r.draft.Stages[vi].Steps[0].Cwd; d != "" {
+					t.Fatalf("the draft's test step already runs in %q", d)
+				}
+				if st := r.out.Contract.Stages[vi].Steps[0]; st.Cwd != "app" || st.Run != "go test -v ./..." {
+					t.Fatalf("test step %+v, want go test -v ./... in app", st)
+				}
+				// Go 1.22 says so for a package pattern outside any module.
+				if ev := r.out.Deltas[0].Evidence; !strings.Contains(ev, "directory prefix . does not contain main module") {
+					t.Fatalf("the repair cites %q, not Go's error", ev)
+				}
+				wantPassed(t, r.out, "TestFahrenheit")
+			},
+		},
+		{
+			fixture: "synth-run-as-root", verified: true, rules: []string{"run-as"},
+			// the check refuses root, warm pass as builder, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if r.draft.User != "root" || r.out.Contract.User != "builder" {
+					t.Fatalf("user %q became %q, want root to become builder", r.draft.User, r.out.Contract.User)
+				}
+				if ev := r.out.Deltas[0].Evidence; !strings.Contains(ev, "Running as root is not supported") {
+					t.Fatalf("the repair cites %q, not the tool's refusal", ev)
+				}
+			},
+		},
+		{
+			fixture: "synth-needs-root", verified: true, rules: []string{"run-as"},
+			// builder may not write /usr/local/lib, warm pass as root, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if r.draft.User != "builder" || r.out.Contract.User != "root" {
+					t.Fatalf("user %q became %q, want builder to become root", r.draft.User, r.out.Contract.User)
+				}
+				if ev := r.out.Deltas[0].Evidence; !strings.Contains(ev, "/usr/local/lib/words") || !strings.Contains(ev, "Permission denied") {
+					t.Fatalf("the repair cites %q, not the denied write", ev)
+				}
+			},
+		},
+		{
+			fixture: "synth-timeout", verified: true, rules: []string{"timeout", "timeout"},
+			// times out at 10s, again at 20s, warm pass at 40s, cold pass
+			attempts: 4,
+			check: func(t *testing.T, r e2eRun) {
+				vi := r.out.Contract.Strongest()
+				if d := time.Duration(r.draft.Stages[vi].Steps[0].Timeout); d != 10*time.Second {
+					t.Fatalf("the draft's timeout is %s, want 10s", d)
+				}
+				if d := time.Duration(r.out.Contract.Stages[vi].Steps[0].Timeout); d != 40*time.Second {
+					t.Fatalf("timeout %s, want 40s", d)
+				}
+				if ev := r.out.Deltas[1].Evidence; ev != "attempt 2, step verify/1: timed out after 20s" {
+					t.Fatalf("the second repair cites %q", ev)
+				}
+				for i, a := range r.out.Attempts[:2] {
+					if a.Failure == nil || a.Failure.Class != traces.Timeout {
+						t.Fatalf("attempt %d failed with %+v, want a timeout", i+1, a.Failure)
+					}
+				}
+			},
+		},
+		{
+			fixture: "synth-network-build", verified: true, rules: []string{"network-in-build"},
+			// the offline build cannot download uuid, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.NetworkNeeded || r.out.Attempts[0].StepRef() != "build/1" {
+					t.Fatalf("attempt 1 failed at %s with %+v, want build/1 for the network", r.out.Attempts[0].StepRef(), f)
+				}
+				var fetch []string
+				for _, st := range r.out.Contract.Stages[0].Steps {
+					fetch = append(fetch, st.Run)
+				}
+				if !r.out.Contract.Stages[0].Network || !slices.Equal(fetch, []string{"go version", "go build ./..."}) {
+					t.Fatalf("fetch stage runs %q, want go version then go build ./...", fetch)
+				}
+				if ev := r.out.Deltas[0].Evidence; !strings.Contains(ev, "github.com/google/uuid@v1.6.0") {
+					t.Fatalf("the repair cites %q, not the module download", ev)
+				}
+				wantPassed(t, r.out, "TestNewHasPrefixAndUUID")
+			},
+		},
+		{
+			fixture: "synth-missing-toolchain", verified: true, rules: []string{"missing-toolchain"},
+			// npm not found, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if len(r.draft.Toolchains) != 0 {
+					t.Fatalf("the draft already declares %+v", r.draft.Toolchains)
+				}
+				for _, tool := range []string{"node", "npm"} {
+					want, err := plan.NewRules().Resolve(tool, "")
+					if err != nil {
+						t.Fatal(err)
+					}
+					if tc := r.out.Contract.Toolchain(tool); tc == nil || tc.Version != want || tc.Hash == "" {
+						t.Fatalf("%s toolchain %+v, want %s pinned", tool, tc, want)
+					}
+				}
+				if ev := r.out.Deltas[0].Evidence; !strings.Contains(ev, "npm: command not found") {
+					t.Fatalf("the repair cites %q", ev)
+				}
+				wantPassed(t, r.out, "keeps values inside the range", "limits values outside the range")
 			},
 		},
 		{

@@ -59,6 +59,7 @@ func TestRules(t *testing.T) {
 		log           string
 		tests         []results.Test
 		user          string
+		run           string // replaces the failed step's command when set
 		want          string // the rule that must answer
 		op            OpKind
 		opName, opVal string
@@ -76,6 +77,11 @@ func TestRules(t *testing.T) {
 		{name: "go too old", stage: "fetch", class: traces.ToolchainVersion, log: "go: go.mod requires go >= 1.23.0 (running go 1.22.5; GOTOOLCHAIN=local)\n", want: "toolchain-version", op: SetToolchain, opName: "go", opVal: "1.23.4"},
 		{name: "node engine", stage: "fetch", class: traces.ToolchainVersion, log: "error vite@5.0.0: The engine \"node\" is incompatible with this module. Expected version \"^22.0.0\". Got \"20.11.1\"\n", want: "toolchain-version", op: SetToolchain, opName: "node", opVal: "22.11.0"},
 		{name: "go.sum drift", stage: "build", class: traces.DependencyResolution, log: "main.go:4:2: missing go.sum entry for module providing package github.com/x/y (imported by example.com/a); to add:\n\tgo get example.com/a\n", want: "lockfile-drift", op: InsertStep},
+		{name: "npm ci drift (npm 10)", stage: "fetch", run: "npm ci", class: traces.DependencyResolution, log: "npm error code EUSAGE\nnpm error\nnpm error `npm ci` can only install packages when your package.json and package-lock.json or npm-shrinkwrap.json are in sync. Please update your lock file with `npm install` before continuing.\nnpm error\nnpm error Missing: greet@1.0.0 from lock file\n", want: "lockfile-drift", op: ReplaceStep},
+		{name: "wrong cwd (go 1.22 package pattern)", stage: "verify", class: traces.Unknown, log: "pattern ./...: directory prefix . does not contain main module or its selected dependencies\n", want: "working-directory", op: SetCwd, opVal: "backend"},
+		{name: "network in build (go 1.22, network none)", stage: "build", class: traces.NetworkNeeded, log: "ids.go:4:8: github.com/google/uuid@v1.6.0: Get \"https://proxy.example/github.com/google/uuid/@v/v1.6.0.zip\": dial tcp: lookup proxy.example on 10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable\n", want: "network-in-build", op: InsertStep},
+		{name: "refuses root (a script's own check)", stage: "verify", class: traces.Unknown, user: "root", log: "check.sh: Running as root is not supported\n", want: "run-as", op: SetUser, opName: "builder"},
+		{name: "needs root (coreutils quotes)", stage: "verify", class: traces.Permission, log: "mkdir: cannot create directory ‘/usr/local/lib/words’: Permission denied\n", want: "run-as", op: SetUser, opName: "root"},
 		{name: "wrong cwd", stage: "build", class: traces.Unknown, log: "go: go.mod file not found in current directory or any parent directory; see 'go help modules'\n", want: "working-directory", op: SetCwd, opVal: "backend"},
 		{name: "env from CI", stage: "verify", class: traces.TestFailure, log: "--- FAIL: TestMode (0.00s)\n    mode_test.go:9: environment variable APP_MODE is not set\n", want: "missing-env", op: SetEnv, opName: "APP_MODE", opVal: "test"},
 		{name: "network in build", stage: "build", class: traces.NetworkNeeded, log: "go: downloading github.com/x/y v1.0.0\ngo: github.com/x/y@v1.0.0: Get \"https://example.org/x\": dial tcp: lookup example.org on [::1]:53: read udp: connection refused\n", want: "network-in-build", op: InsertStep},
@@ -90,6 +96,13 @@ func TestRules(t *testing.T) {
 			c := draft()
 			if tc.user != "" {
 				c.User = tc.user
+			}
+			if tc.run != "" {
+				st, err := step(c, tc.stage, tc.index)
+				if err != nil {
+					t.Fatal(err)
+				}
+				st.Run = tc.run
 			}
 			f := &traces.Failure{Class: tc.class}
 			if i := strings.IndexByte(tc.log, '\n'); i > 0 {
