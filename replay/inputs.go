@@ -159,7 +159,7 @@ func (r *Runner) fromCache(in Input, p *inputs) (*Result, bool, error) {
 		return nil, false, nil
 	}
 	start := r.now()
-	res := &Result{Verdict: rec.Verdict, Cached: true, Contract: in.Contract.Clone(), Record: &rec}
+	res := &Result{Verdict: rec.Verdict, Cached: true, Contract: in.Contract.Clone(), Record: &rec, Tests: rec.tests()}
 	tw, err := traces.Create(filepath.Join(in.OutDir, TraceFile), r.now)
 	if err != nil {
 		return nil, false, err

@@ -112,6 +112,20 @@ type TestOutcome struct {
 	Status  string `json:"status"`
 }
 
+// tests reads the per-test baseline back as results, for a verdict reused
+// from the cache; a quarantined outcome was a failure.
+func (r *Record) tests() []results.Test {
+	var ts []results.Test
+	for _, o := range r.TestResults {
+		st := results.Status(o.Status)
+		if st != results.Passed && st != results.Skipped {
+			st = results.Failed
+		}
+		ts = append(ts, results.Test{Package: o.Package, Name: o.Name, Status: st})
+	}
+	return ts
+}
+
 // outcomes is the per-test baseline, sorted so the record is canonical.
 func outcomes(tests []results.Test, q []contract.Quarantined) []TestOutcome {
 	out := make([]TestOutcome, 0, len(tests))

@@ -28,6 +28,7 @@ type State struct {
 	shell    []string
 	packages map[string]string
 	setup    string
+	taken    bool // adopted by a replay, or discarded
 }
 
 // Run names the replay that kept the state.
@@ -43,9 +44,10 @@ const ReusedStage = "reused"
 
 // Discard removes what s holds. It is safe on nil and after an adoption.
 func (r *Runner) Discard(ctx context.Context, s *State) error {
-	if s == nil || r.engine == nil {
+	if s == nil || s.taken || r.engine == nil {
 		return nil
 	}
+	s.taken = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	var errs []error
@@ -85,6 +87,7 @@ func (x *run) adopt(s *State) {
 	x.work, x.ca = s.work, s.ca
 	x.mounts = x.stageMounts()
 	x.resumed = s.run
+	s.taken = true
 	x.dropLeaseOf(s.run)
 	_ = x.writeLease()
 	_ = x.emit(traces.Event{Type: traces.StageEnd, Stage: prepareStage, Verdict: traces.Pass, Message: "resumed in the state kept by run " + s.run})

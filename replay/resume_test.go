@@ -113,3 +113,41 @@ func TestDiscardRemovesState(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStateIsDiscardedOnCacheHit: a replay answered from the verdict cache
+// never runs, so the state it was handed must go, and the cached answer
+// still names the tests the strict verdict counted.
+func TestStateIsDiscardedOnCacheHit(t *testing.T) {
+	e := newEngine(t)
+	cache := t.TempDir()
+	r := replay.New(replay.WithEngine(e), replay.WithClock(fixedClock()), replay.WithCacheDir(cache), replay.WithKeepState())
+	passed, _ := run(t, r, testContract(goTestPass))
+	if passed.Verdict != traces.Pass {
+		t.Fatalf("first: %s %+v", passed.Verdict, passed.Failure)
+	}
+	pinned := passed.Contract // digest pinned, so the cache may answer
+	failed, _ := run(t, r, testContract("false"))
+	if failed.State == nil {
+		t.Fatal("no state kept")
+	}
+	hit, err := r.Run(context.Background(), replay.Input{Contract: pinned, Snapshot: snapshot(), OutDir: t.TempDir(), Resume: failed.State})
+	if err != nil || !hit.Cached {
+		t.Fatalf("want a cache hit: %v %+v", err, hit)
+	}
+	if len(hit.Tests) != 2 {
+		t.Errorf("cached result names %d tests, want 2", len(hit.Tests))
+	}
+	if l := leaks(e); len(l) != 0 {
+		t.Errorf("left behind: %v", l)
+	}
+}
+
+// goTestPass prints what `go test -v` prints for two passing tests.
+const goTestPass = `cat <<'OUT'
+=== RUN   TestLocal
+--- PASS: TestLocal (0.00s)
+=== RUN   TestRemote
+--- PASS: TestRemote (0.00s)
+PASS
+ok  	example.com/a	0.012s
+OUT`

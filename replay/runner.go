@@ -169,6 +169,9 @@ func newRunID() string {
 // is not an error: the Result says fail and why. Errors are for what
 // prevented judging at all (bad input, engine trouble, cancellation).
 func (r *Runner) Run(ctx context.Context, in Input) (*Result, error) {
+	// A state handed in is this replay's to use or remove, whichever way
+	// it ends (a cache hit, an error before the setup).
+	defer func() { _ = r.Discard(ctx, in.Resume) }()
 	if in.Contract == nil || in.Snapshot == nil || in.OutDir == "" {
 		return nil, errors.New("replay needs a contract, a snapshot and an output directory")
 	}
