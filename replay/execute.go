@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -228,20 +229,10 @@ func (x *run) homeKey() string {
 			}
 		}
 	}
-	for _, k := range slices.Sorted(mapsKeys(x.contract.Inputs)) {
+	for _, k := range slices.Sorted(maps.Keys(x.contract.Inputs)) {
 		parts = append(parts, k+"="+x.contract.Inputs[k])
 	}
 	return shortHash(strings.Join(parts, "\n"))
-}
-
-func mapsKeys(m map[string]string) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // stageMounts are what every stage container mounts: the work tree and

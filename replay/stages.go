@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -166,7 +167,7 @@ func (x *run) env() []string {
 		m[k] = v
 	}
 	env := make([]string, 0, len(m)+len(x.secretEnv))
-	for _, k := range slices.Sorted(mapsKeys(m)) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		env = append(env, k+"="+m[k])
 	}
 	return append(env, x.secretEnv...)
