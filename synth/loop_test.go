@@ -166,3 +166,41 @@ func TestLoopKeepsDraftWhenReplayCannotRun(t *testing.T) {
 		t.Fatalf("err=%v out=%+v", err, out)
 	}
 }
+
+// TestLoopRefusesQuarantineOfUnseenFailure: a quarantine must name a test
+// some attempt saw fail, however the evidence text reads.
+func TestLoopRefusesQuarantineOfUnseenFailure(t *testing.T) {
+	q := Delta{Reason: "it is flaky", Evidence: "see trace", Ops: []Op{{Kind: Quarantine, Test: &contract.Quarantined{Test: "TestReal", Why: contract.WhyFlaky, Evidence: "attempt 1, step verify/1: trace says so"}}}}
+	rev := &scriptedReviser{deltas: []Delta{q, q, q}}
+	sim := &simulated{judge: func(c *contract.Contract, _ int) *Attempt {
+		return fail("build", traces.Unknown, "boom")
+	}}
+	out, err := New(sim, WithResolver(resolve), WithReviser(rev)).Run(context.Background(), draft(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Verified || len(out.Deltas) == 0 || !strings.Contains(out.Deltas[0].Why, "no attempt saw fail") {
+		t.Fatalf("verified=%v deltas=%+v", out.Verified, out.Deltas)
+	}
+}
+
+// TestLoopResumedFailureIsNotFlaky: a test that fails only in a resumed
+// state and passes from scratch is not quarantined; the loop goes on to
+// the cold replay.
+func TestLoopResumedFailureIsNotFlaky(t *testing.T) {
+	sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
+		if n == 1 {
+			a := fail("verify", traces.TestFailure, "--- FAIL: TestDirty (0.00s)", results.Test{Name: "TestDirty", Status: results.Failed})
+			a.Resumed = true
+			return a
+		}
+		return pass(results.Test{Name: "TestDirty", Status: results.Passed})
+	}}
+	out, err := New(sim, WithResolver(resolve)).Run(context.Background(), draft(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Verified || len(out.Contract.Quarantine) != 0 || len(out.Attempts) != 3 {
+		t.Fatalf("verified=%v quarantine=%v attempts=%d", out.Verified, out.Contract.Quarantine, len(out.Attempts))
+	}
+}

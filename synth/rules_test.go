@@ -85,6 +85,7 @@ func TestRules(t *testing.T) {
 		{name: "wrong cwd", stage: "build", class: traces.Unknown, log: "go: go.mod file not found in current directory or any parent directory; see 'go help modules'\n", want: "working-directory", op: SetCwd, opVal: "backend"},
 		{name: "env from CI", stage: "verify", class: traces.TestFailure, log: "--- FAIL: TestMode (0.00s)\n    mode_test.go:9: environment variable APP_MODE is not set\n", want: "missing-env", op: SetEnv, opName: "APP_MODE", opVal: "test"},
 		{name: "network in build", stage: "build", class: traces.NetworkNeeded, log: "go: downloading github.com/x/y v1.0.0\ngo: github.com/x/y@v1.0.0: Get \"https://example.org/x\": dial tcp: lookup example.org on [::1]:53: read udp: connection refused\n", want: "network-in-build", op: InsertStep},
+		{name: "own server refused is not network", stage: "verify", class: traces.NetworkNeeded, log: "--- FAIL: TestServer (0.01s)\n", tests: []results.Test{{Name: "TestServer", Status: results.Failed, Output: "server_test.go:30: Get \"http://127.0.0.1:8080/\": dial tcp 127.0.0.1:8080: connect: connection refused"}}, want: ""},
 		{name: "network in test", stage: "verify", class: traces.NetworkNeeded, log: "--- FAIL: TestRemote (0.01s)\n", tests: []results.Test{{Package: "example.com/a", Name: "TestRemote", Status: results.Failed, Output: "remote_test.go:12: Get \"https://schemas.example.org\": dial tcp: lookup schemas.example.org: no such host"}, {Package: "example.com/a", Name: "TestLocal", Status: results.Passed}}, want: "network-in-test", op: Quarantine},
 		{name: "refuses root", stage: "verify", class: traces.Unknown, user: "root", log: "initdb: error: cannot be run as root\nPlease log in (using, e.g., \"su\") as the (unprivileged) user\n", want: "run-as", op: SetUser, opName: "builder"},
 		{name: "refuses root (npm style)", stage: "verify", class: traces.Unknown, user: "root", log: "Error: Running as root is not supported\n", want: "run-as", op: SetUser, opName: "builder"},
@@ -118,6 +119,12 @@ func TestRules(t *testing.T) {
 					break
 				}
 			}
+			if tc.want == "" {
+				if got != nil {
+					t.Fatalf("rule %s answered %+v, want none", rule, got)
+				}
+				return
+			}
 			if got == nil {
 				t.Fatalf("no rule answered, want %s", tc.want)
 			}
@@ -135,7 +142,7 @@ func TestRules(t *testing.T) {
 			if err != nil {
 				t.Fatalf("apply: %v", err)
 			}
-			if err := Check(c, next); err != nil {
+			if err := check(c, next, rule == "working-directory"); err != nil {
 				t.Fatalf("the rule's own delta fails the sanity check: %v", err)
 			}
 		})

@@ -20,8 +20,8 @@ var escapes = []struct {
 	re  *regexp.Regexp
 	why string
 }{
-	{regexp.MustCompile(`\|\|\s*(true|:|exit\s+0)\b|\|\|\s*:\s*$`), "ignores the exit status with || true"},
-	{regexp.MustCompile(`(^|[;&|\n]\s*)set\s+\+e\b`), "turns off errexit with set +e"},
+	{regexp.MustCompile(`\|\|`), "may hide a failure behind ||"},
+	{regexp.MustCompile(`(^|[;&|\n(]\s*)set\s+\+[a-zA-Z]*[eo]`), "turns off errexit with set +e"},
 	{regexp.MustCompile(`(^|[;&|\n]\s*)(exit\s+0|true)\s*$`), "ends with an unconditional success"},
 	{regexp.MustCompile(`--passWithNoTests|--pass-with-no-tests|--forceExit`), "lets the runner pass with no tests"},
 	{regexp.MustCompile(`(^|\s)-(test\.)?(run|skip)[= ]`), "narrows which tests run"},
@@ -34,7 +34,12 @@ var escapes = []struct {
 // strongest stage, an escape that hides a failure, or a quarantine that grew
 // without trace evidence. before and after are whole contracts; the check is
 // on their difference, so it holds however the change was proposed.
-func Check(before, after *contract.Contract) error {
+func Check(before, after *contract.Contract) error { return check(before, after, false) }
+
+// check is Check; moveTests lets a strongest step change its directory,
+// which only the working-directory rule may ask for: it proposes a project
+// root the log shows the step missed, where it ran no test at all.
+func check(before, after *contract.Contract, moveTests bool) error {
 	bs, as := before.Strongest(), after.Strongest()
 	if bs >= 0 {
 		if as < 0 {
@@ -50,8 +55,8 @@ func Check(before, after *contract.Contract) error {
 		// Every command of the strongest stage must survive unchanged; a
 		// step may move (an inserted step before it) but not change its words.
 		for _, st := range b.Steps {
-			if !hasRun(a.Steps, st.Run) {
-				return &Weakening{fmt.Sprintf("changes or drops the verification step %q", st.Run)}
+			if !hasStep(a.Steps, st, moveTests) {
+				return &Weakening{fmt.Sprintf("changes, moves or drops the verification step %q", st.Run)}
 			}
 		}
 	}
@@ -69,6 +74,19 @@ func Check(before, after *contract.Contract) error {
 				if e.re.MatchString(st.Run) {
 					return &Weakening{fmt.Sprintf("step %q %s", st.Run, e.why)}
 				}
+			}
+		}
+	}
+	for k, v := range after.Env {
+		if w, ok := before.Env[k]; ok && w == v {
+			continue
+		}
+		if testKnob.MatchString(k) {
+			return &Weakening{fmt.Sprintf("sets %s, which changes how tests run", k)}
+		}
+		for _, e := range escapes {
+			if e.re.MatchString(v) {
+				return &Weakening{fmt.Sprintf("sets %s=%q, which %s", k, v, e.why)}
 			}
 		}
 	}
@@ -94,6 +112,21 @@ func CheckCounts(before, after int) error {
 		return &Weakening{fmt.Sprintf("runs %d tests where an earlier attempt ran %d", after, before)}
 	}
 	return nil
+}
+
+// testKnob matches variables that change what a test runner runs or how
+// strictly: runner flags and options, CI detection, skip switches.
+var testKnob = regexp.MustCompile(`(?i)(FLAGS|OPTIONS|OPTS)$|^(CI|PYTEST_ADDOPTS|GOTOOLCHAIN)$|^SKIP_|_SKIP$|^JEST_|^MOCHA_`)
+
+// hasStep reports whether st survives in steps: the same command in the same
+// directory (any directory when moved is allowed).
+func hasStep(steps []contract.Step, st contract.Step, moved bool) bool {
+	for _, s := range steps {
+		if s.Run == st.Run && (moved || s.Cwd == st.Cwd) {
+			return true
+		}
+	}
+	return false
 }
 
 func hasRun(steps []contract.Step, run string) bool {

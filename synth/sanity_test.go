@@ -20,9 +20,16 @@ func TestCheckRejectsWeakening(t *testing.T) {
 		want string // "" means accepted
 	}{
 		{"or true on build", replaceBuild("make build || true"), "|| true"},
-		{"or colon", replaceBuild("make build || :"), "|| true"},
+		{"or colon", replaceBuild("make build || :"), "behind ||"},
+		{"or echo", replaceBuild("make build || echo failed"), "behind ||"},
+		{"set +o errexit", replaceBuild("set +o errexit; make build"), "set +e"},
+		{"set +eu", replaceBuild("set +eu\nmake build"), "set +e"},
+		{"test knob in env", Delta{Ops: []Op{{Kind: SetEnv, Name: "GOFLAGS", Value: "-count=1"}}}, "changes how tests run"},
+		{"narrowing env value", Delta{Ops: []Op{{Kind: SetEnv, Name: "TEST_ARGS", Value: "-run TestA"}}}, "narrows"},
+		{"plain env", Delta{Ops: []Op{{Kind: SetEnv, Name: "APP_MODE", Value: "test"}}}, ""},
+		{"move the tests", Delta{Ops: []Op{{Kind: SetCwd, Stage: "verify", Index: 0, Value: "internal/small"}}}, "moves or drops"},
 		{"set +e", replaceBuild("set +e; make build"), "set +e"},
-		{"narrow go test", replaceVerify("go test -run TestA ./..."), "changes or drops the verification step"},
+		{"narrow go test", replaceVerify("go test -run TestA ./..."), "changes, moves or drops the verification step"},
 		{"passWithNoTests on a new step", Delta{Ops: []Op{{Kind: InsertStep, Stage: "verify", Index: 1, Step: &contract.Step{Run: "npx jest --passWithNoTests", Evidence: "x:1", Source: contract.SourceLLM, Confidence: 0.5, Reason: "r"}}}}, "pass with no tests"},
 		{"quarantine without trace", Delta{Ops: []Op{{Kind: Quarantine, Test: &contract.Quarantined{Test: "TestA", Why: contract.WhyFlaky, Evidence: "I think so"}}}}, "without trace evidence"},
 		{"quarantine with trace", Delta{Ops: []Op{{Kind: Quarantine, Test: &contract.Quarantined{Test: "TestA", Why: contract.WhyFlaky, Evidence: "attempt 1 failed, attempt 2 passed"}}}}, ""},

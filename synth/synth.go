@@ -154,35 +154,52 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 		}
 		d, _ := contract.Digest(cur)
 		tried[d] = true
-		// The first attempt and every attempt after a change reuse caches;
-		// a pass is then confirmed cold.
-		a, err := l.verifier.Verify(ctx, cur, n, false)
+		// Warm: dependency caches, and the state of the last failed attempt
+		// when the revision lets the replay resume in it.
+		a, err := l.attempt(ctx, cur, n, false, "", out)
 		if err != nil {
-			out.Diagnosis = l.diagnose(out, "replay could not run: "+err.Error())
-			return out, fmt.Errorf("attempt %d: %w", n, err)
+			return out, err
 		}
-		a.N = n
-		out.Attempts = append(out.Attempts, a)
 		if a.Contract != nil {
 			cur = a.Contract // pins (digests, hashes) written back by the replay
 		}
 		out.Contract = cur
-		l.say("attempt %d: %s", n, attemptLine(a))
+		if a.Failure != nil && a.Failure.Class == traces.TestFailure && !rerun[d] && len(failedTests(a.Tests)) > 0 {
+			// An identical rerun, from scratch: tests that pass once and
+			// fail once are flaky. A failure seen only in a resumed state
+			// is not flakiness, and is not quarantined.
+			rerun[d] = true
+			l.fresh(ctx)
+			n++
+			again, err := l.attempt(ctx, cur, n, false, " (identical rerun)", out)
+			if err != nil {
+				return out, err
+			}
+			if fl := flaky(a, again); fl != nil && !a.Resumed {
+				if next, ok := l.try(cur, *fl, n, tried, out); ok {
+					cur = next
+					continue
+				}
+			}
+			a = again
+		}
 		if a.Pass {
-			if err := CheckCounts(bestTests, ranCount(a.Tests)); err != nil {
-				out.Diagnosis = l.diagnose(out, err.Error())
-				return out, nil
+			if !a.Resumed {
+				if err := CheckCounts(bestTests, ranCount(a.Tests)); err != nil {
+					out.Diagnosis = l.diagnose(out, err.Error())
+					return out, nil
+				}
 			}
 			n++
-			cold, err := l.verifier.Verify(ctx, cur, n, true)
+			cold, err := l.attempt(ctx, cur, n, true, " (cold, no caches)", out)
 			if err != nil {
-				out.Diagnosis = l.diagnose(out, "the final cold replay could not run: "+err.Error())
-				return out, fmt.Errorf("final cold replay: %w", err)
+				return out, err
 			}
-			cold.N = n
-			out.Attempts = append(out.Attempts, cold)
-			l.say("attempt %d (cold, no caches): %s", n, attemptLine(cold))
 			if cold.Pass {
+				if err := CheckCounts(bestTests, ranCount(cold.Tests)); err != nil {
+					out.Diagnosis = l.diagnose(out, err.Error())
+					return out, nil
+				}
 				if cold.Contract != nil {
 					out.Contract = cold.Contract
 				}
@@ -193,22 +210,10 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 			// from the cold failure like any other.
 			a = cold
 		}
-		if len(a.Tests) > 0 && a.Stage != "" {
+		if len(a.Tests) > 0 && a.Stage != "" && !a.Resumed {
 			bestTests = max(bestTests, ranCount(a.Tests))
 		}
-
 		sit := &Situation{Attempt: a, History: out.Attempts, Evidence: ev, Resolve: l.resolve}
-		if a.Failure != nil && a.Failure.Class == traces.TestFailure && !rerun[d] && len(failedTests(a.Tests)) > 0 {
-			// Identical rerun: tests that pass once and fail once are flaky.
-			rerun[d] = true
-			if fl := l.flaky(ctx, cur, a, &n, out); fl != nil {
-				if next, ok := l.try(cur, *fl, n, tried, out); ok {
-					cur = next
-					continue
-				}
-			}
-			sit.Attempt = out.Attempts[len(out.Attempts)-1]
-		}
 		next, ok := l.repair(ctx, cur, sit, n, tried, out)
 		if !ok {
 			out.Diagnosis = l.diagnose(out, "")
@@ -221,6 +226,27 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 // reviserTries is how many proposals the reviser gets per failure before the
 // loop gives up on it.
 const reviserTries = 3
+
+// attempt replays c once as attempt n and records it.
+func (l *Loop) attempt(ctx context.Context, c *contract.Contract, n int, cold bool, what string, out *Outcome) (*Attempt, error) {
+	a, err := l.verifier.Verify(ctx, c, n, cold)
+	if err != nil {
+		out.Diagnosis = l.diagnose(out, fmt.Sprintf("replay %d could not run: %v", n, err))
+		return nil, fmt.Errorf("attempt %d: %w", n, err)
+	}
+	a.N = n
+	out.Attempts = append(out.Attempts, a)
+	l.say("attempt %d%s: %s", n, what, attemptLine(a))
+	return a, nil
+}
+
+// fresh makes the next warm attempt start over instead of resuming in the
+// state a failed one kept, when the verifier keeps any.
+func (l *Loop) fresh(ctx context.Context) {
+	if c, ok := l.verifier.(interface{ Close(context.Context) error }); ok {
+		_ = c.Close(ctx)
+	}
+}
 
 // repair asks the rules, then the reviser, for the first acceptable delta.
 func (l *Loop) repair(ctx context.Context, cur *contract.Contract, sit *Situation, n int, tried map[string]bool, out *Outcome) (*contract.Contract, bool) {
@@ -272,8 +298,11 @@ func (l *Loop) try(cur *contract.Contract, d Delta, n int, tried map[string]bool
 	if err != nil {
 		return reject(err.Error())
 	}
-	if err := Check(cur, next); err != nil {
+	if err := check(cur, next, d.Rule == "working-directory"); err != nil {
 		return reject(err.Error())
+	}
+	if t := unseenFailure(cur, next, out.Attempts); t != "" {
+		return reject(fmt.Sprintf("rejected: quarantines %s, which no attempt saw fail", t))
 	}
 	dg, _ := contract.Digest(next)
 	if tried[dg] {
@@ -285,16 +314,9 @@ func (l *Loop) try(cur *contract.Contract, d Delta, n int, tried map[string]bool
 	return next, true
 }
 
-// flaky replays the same contract again and compares per-test outcomes.
-func (l *Loop) flaky(ctx context.Context, cur *contract.Contract, first *Attempt, n *int, out *Outcome) *Delta {
-	*n++
-	again, err := l.verifier.Verify(ctx, cur, *n, false)
-	if err != nil {
-		return nil
-	}
-	again.N = *n
-	out.Attempts = append(out.Attempts, again)
-	l.say("attempt %d (identical rerun): %s", *n, attemptLine(again))
+// flaky compares two replays of the same contract: a test that passed in
+// one and failed in the other is flaky.
+func flaky(first, again *Attempt) *Delta {
 	status := map[string]results.Status{}
 	for _, t := range again.Tests {
 		status[t.Package+"\x00"+t.Name] = t.Status
@@ -322,6 +344,32 @@ func (l *Loop) flaky(ctx context.Context, cur *contract.Contract, first *Attempt
 		return nil
 	}
 	return &Delta{Rule: "flaky-test", Reason: fmt.Sprintf("%d test(s) pass and fail on identical replays", len(ops)), Evidence: ops[0].Test.Evidence, Ops: ops}
+}
+
+// unseenFailure names a test the revision quarantines that failed in none
+// of the attempts so far: a quarantine needs a failure the trace shows.
+func unseenFailure(before, after *contract.Contract, attempts []*Attempt) string {
+	had := map[string]bool{}
+	for _, q := range before.Quarantine {
+		had[q.Package+"\x00"+q.Test] = true
+	}
+	for _, q := range after.Quarantine {
+		if had[q.Package+"\x00"+q.Test] {
+			continue
+		}
+		seen := false
+		for _, a := range attempts {
+			for _, t := range a.Tests {
+				if t.Status == results.Failed && t.Name == q.Test && (q.Package == "" || q.Package == t.Package) {
+					seen = true
+				}
+			}
+		}
+		if !seen {
+			return q.Test
+		}
+	}
+	return ""
 }
 
 func statusIn(ts []results.Test, t results.Test) results.Status {
