@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -57,6 +58,7 @@ type run struct {
 	work, ca   string // per-run volumes: the work tree and the CA bundle
 	resumed    string // the run whose state this one resumed in
 	kept       *State // what WithKeepState handed over
+	prepared   bool   // the run image and volumes are complete
 	containers []Container
 	mounts     []Mount
 	shell      []string
@@ -148,14 +150,21 @@ func (x *run) abort(err error) error {
 }
 
 func (x *run) secretSetup() {
-	var pairs []string
+	var values []string
 	for _, name := range x.contract.Secrets {
 		if v, ok := x.secrets(name); ok {
 			x.secretEnv = append(x.secretEnv, name+"="+v)
 			if v != "" {
-				pairs = append(pairs, v, "***")
+				values = append(values, v)
 			}
 		}
+	}
+	// The replacer tries patterns in order: the longest first, so a secret
+	// that contains another is masked whole.
+	slices.SortFunc(values, func(a, b string) int { return len(b) - len(a) })
+	var pairs []string
+	for _, v := range values {
+		pairs = append(pairs, v, "***")
 	}
 	x.masker = strings.NewReplacer(pairs...)
 }
@@ -218,7 +227,7 @@ func toolVolume(tc contract.Toolchain) string {
 // homeKey digests everything that decides what the dependency cache holds.
 func (x *run) homeKey() string {
 	var parts []string
-	parts = append(parts, x.image.ID, x.contract.User)
+	parts = append(parts, x.image.ID, x.contract.User, strings.Join(x.contract.SystemPackages, ","))
 	for _, a := range x.artifacts {
 		parts = append(parts, a.Toolchain.Name+"="+a.Toolchain.Hash)
 	}
@@ -297,7 +306,8 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 	x.containers = append(x.containers, c)
 	_ = x.writeLease()
 
-	if err := c.CopyIn(ctx, workDir, srcTar(x.in.Snapshot)); err != nil {
+	src := hideDir{FS: x.in.Snapshot.FS, dir: contract.Dir}
+	if err := copyTar(ctx, c, workDir, src, repo.TarOptions{ModTime: x.in.Snapshot.CommitTime, Prefix: "src/"}); err != nil {
 		return false, fmt.Errorf("copying the repository in: %w", err)
 	}
 	for _, a := range x.artifacts {
@@ -383,25 +393,25 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 		x.containers = x.containers[:0]
 	}
 	x.stageEnd(prepareStage, true, prepStart)
+	x.prepared = true
 	return true, nil
 }
 
-// srcTar streams the repository as a tar rooted at src/.
-func srcTar(snap *repo.Snapshot) io.Reader {
+// copyTar streams fsys as a tar into dir in c; the writer goroutine ends
+// with the copy, whether it succeeds or not.
+func copyTar(ctx context.Context, c Container, dir string, fsys fs.FS, opts repo.TarOptions) error {
 	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(repo.Tar(pw, hideDir{FS: snap.FS, dir: contract.Dir}, repo.TarOptions{ModTime: snap.CommitTime, Prefix: "src/"}))
-	}()
-	return pr
+	go func() { pw.CloseWithError(repo.Tar(pw, fsys, opts)) }()
+	err := c.CopyIn(ctx, dir, pr)
+	pr.CloseWithError(err)
+	if err == nil {
+		err = ctx.Err()
+	}
+	return err
 }
 
 func (x *run) fillToolchain(ctx context.Context, c Container, a Artifact, target string) error {
-	pr, pw := io.Pipe()
-	go func() {
-		pw.CloseWithError(repo.Tar(pw, os.DirFS(a.Dir), repo.TarOptions{}))
-	}()
-	if err := c.CopyIn(ctx, target, pr); err != nil {
-		pr.CloseWithError(err)
+	if err := copyTar(ctx, c, target, os.DirFS(a.Dir), repo.TarOptions{}); err != nil {
 		return fmt.Errorf("copying toolchain %s in: %w", a.Toolchain.Name, err)
 	}
 	// The mark is written last so an interrupted fill is redone next time.

@@ -2,6 +2,7 @@ package replay_test
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
@@ -22,9 +23,15 @@ FAIL	example.com/a	0.012s
 OUT
 exit 1`
 
+// oneCommand wraps a script as the single command `sh -c SCRIPT`, the shape
+// of step a quarantine can excuse.
+func oneCommand(script string) string {
+	return "sh -c '" + strings.ReplaceAll(script, "'", `'\''`) + "'"
+}
+
 func TestQuarantinedFailuresAreExcused(t *testing.T) {
 	e := newEngine(t)
-	c := testContract(goTestOutput)
+	c := testContract(oneCommand(goTestOutput))
 	c.Quarantine = []contract.Quarantined{{Test: "TestRemote", Package: "example.com/a", Why: contract.WhyNeedsNetwork, Evidence: "attempt 1, step verify/1: dial tcp: lookup schemas.example.org: no such host"}}
 	res, _ := run(t, replay.New(replay.WithEngine(e), replay.WithClock(fixedClock())), c)
 	if res.Verdict != traces.Pass {
@@ -38,7 +45,7 @@ func TestQuarantinedFailuresAreExcused(t *testing.T) {
 
 func TestUnquarantinedFailureStillFails(t *testing.T) {
 	e := newEngine(t)
-	c := testContract(goTestOutput)
+	c := testContract(oneCommand(goTestOutput))
 	c.Quarantine = []contract.Quarantined{{Test: "TestOther", Why: contract.WhyFlaky, Evidence: "attempt 1 failed, attempt 2 passed"}}
 	res, _ := run(t, replay.New(replay.WithEngine(e), replay.WithClock(fixedClock())), c)
 	if res.Verdict != traces.Fail || len(res.Tests) != 2 {
@@ -53,5 +60,25 @@ func TestUnnamedFailureIsNeverExcused(t *testing.T) {
 	res, _ := run(t, replay.New(replay.WithEngine(e), replay.WithClock(fixedClock())), c)
 	if res.Verdict != traces.Fail {
 		t.Fatalf("verdict %s", res.Verdict)
+	}
+}
+
+// TestCompoundOrUnattributedFailuresAreNotExcused: a failure behind which
+// other commands never ran, or one the runner names no test for (a package
+// that did not build), is never excused by a quarantine.
+func TestCompoundOrUnattributedFailuresAreNotExcused(t *testing.T) {
+	q := []contract.Quarantined{{Test: "TestRemote", Package: "example.com/a", Why: contract.WhyNeedsNetwork, Evidence: "attempt 1, step verify/1: dial tcp"}}
+	buildFail := strings.Replace(goTestOutput, "OUT\nexit 1", "FAIL\texample.com/b [build failed]\nOUT\nexit 1", 1)
+	for name, script := range map[string]string{
+		"compound":     goTestOutput + "\necho never ran",
+		"unattributed": oneCommand(buildFail),
+	} {
+		e := newEngine(t)
+		c := testContract(script)
+		c.Quarantine = q
+		res, _ := run(t, replay.New(replay.WithEngine(e), replay.WithClock(fixedClock())), c)
+		if res.Verdict != traces.Fail {
+			t.Errorf("%s: verdict %s, want fail", name, res.Verdict)
+		}
 	}
 }

@@ -87,6 +87,7 @@ func (x *run) adopt(s *State) {
 	x.work, x.ca = s.work, s.ca
 	x.mounts = x.stageMounts()
 	x.resumed = s.run
+	x.prepared = true
 	s.taken = true
 	x.dropLeaseOf(s.run)
 	_ = x.writeLease()

@@ -84,7 +84,7 @@ func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut 
 	if strongest {
 		rep = results.Parse(all)
 		x.tests = append(x.tests, rep.Tests...)
-		if f != nil && !timedOut && excused(rep, x.contract.Quarantine) {
+		if f != nil && !timedOut && excused(x.stepRun(stage, n), rep, x.contract.Quarantine) {
 			e.Message = fmt.Sprintf("every failing test (%d) is quarantined; the step passes", rep.Failed)
 			f = nil
 		}
@@ -105,7 +105,12 @@ func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut 
 // excused reports whether a failed test step failed only through tests the
 // contract quarantines. A step whose failures the runner did not name is
 // never excused: the verdict stays strict.
-func excused(rep results.Report, q []contract.Quarantined) bool {
+func excused(run string, rep results.Report, q []contract.Quarantined) bool {
+	// After a failing command in a script, -e skipped the rest: excusing
+	// the step would pass commands that never ran.
+	if compound(run) || rep.Unattributed > 0 {
+		return false
+	}
 	failed := 0
 	for _, t := range rep.Tests {
 		if t.Status != results.Failed {
@@ -119,11 +124,47 @@ func excused(rep results.Report, q []contract.Quarantined) bool {
 	return failed > 0 && failed >= rep.Failed
 }
 
+// compound reports whether a shell script has more than one command: an
+// unquoted ;, &, | or newline outside quotes.
+func compound(script string) bool {
+	var quote rune
+	escaped := false
+	for _, r := range strings.TrimSpace(script) {
+		switch {
+		case escaped:
+			escaped = false
+		case quote != 0:
+			if r == quote {
+				quote = 0
+			} else if r == '\\' && quote == '"' {
+				escaped = true
+			}
+		case r == '\\':
+			escaped = true
+		case r == '\'' || r == '"':
+			quote = r
+		case r == ';' || r == '&' || r == '|' || r == '\n':
+			return true
+		}
+	}
+	return false
+}
+
 // quarantined returns why a test is quarantined, or "".
 func quarantined(q []contract.Quarantined, t results.Test) string {
 	for _, e := range q {
 		if e.Test == t.Name && (e.Package == "" || e.Package == t.Package) {
 			return e.Why
+		}
+	}
+	return ""
+}
+
+// stepRun is the command of step n (1-based) of a contract stage.
+func (x *run) stepRun(stage string, n int) string {
+	for _, s := range x.contract.Stages {
+		if s.Name == stage && n >= 1 && n <= len(s.Steps) {
+			return s.Steps[n-1].Run
 		}
 	}
 	return ""
@@ -325,7 +366,7 @@ func (x *run) cleanup(ctx context.Context) *Kept {
 	for _, c := range x.containers {
 		errs = append(errs, c.Remove(cctx))
 	}
-	if x.keepState && x.failure != nil && ctx.Err() == nil && errors.Join(errs...) == nil {
+	if x.keepState && x.prepared && x.failure != nil && ctx.Err() == nil && errors.Join(errs...) == nil {
 		// The lease still names the image and volumes, so a crash before
 		// they are resumed in or discarded leaves them to the next reaper.
 		x.kept = x.handOver()

@@ -3,6 +3,7 @@ package results
 import (
 	"encoding/json"
 	"regexp"
+	"slices"
 	"strings"
 )
 
@@ -19,6 +20,7 @@ func parseGoJSON(lines []string) (Report, bool) {
 	seen := false
 	type key struct{ pkg, test string }
 	out := map[key]*strings.Builder{}
+	failedIn := map[string]bool{}
 	for _, l := range lines {
 		l = strings.TrimSpace(l)
 		if !strings.HasPrefix(l, "{") || !strings.Contains(l, `"Action"`) {
@@ -30,6 +32,9 @@ func parseGoJSON(lines []string) (Report, bool) {
 		}
 		seen = true
 		if e.Test == "" {
+			if e.Action == "fail" && !failedIn[e.Package] {
+				r.Unattributed++
+			}
 			continue
 		}
 		k := key{e.Package, e.Test}
@@ -45,6 +50,9 @@ func parseGoJSON(lines []string) (Report, bool) {
 			}
 		case "pass", "fail", "skip":
 			t := Test{Package: e.Package, Name: e.Test, Status: Status(e.Action)}
+			if t.Status == Failed {
+				failedIn[e.Package] = true
+			}
 			if t.Status == Failed && out[k] != nil {
 				t.Output = trimOutput(out[k].String())
 			}
@@ -94,6 +102,9 @@ func parseGoV(lines []string) (Report, bool) {
 		// TAP's "ok 1 - name" must not pass for a package line.
 		if m := goPackage.FindStringSubmatch(l); m != nil && !isNumber(m[2]) && (len(pending) > 0 || strings.ContainsAny(m[2], "./")) {
 			seen = true
+			if m[1] == "FAIL" && !slices.ContainsFunc(pending, func(t Test) bool { return t.Status == Failed }) {
+				r.Unattributed++
+			}
 			for i := range pending {
 				pending[i].Package = m[2]
 				if b := outputs[pending[i].Name]; pending[i].Status == Failed && b != nil {

@@ -84,7 +84,11 @@ func parseJest(lines []string) (Report, bool) {
 			flush()
 			details = true
 			name := strings.TrimSpace(m[1])
-			if name == "Test suite failed to run" || strings.HasPrefix(name, "Console") {
+			if name == "Test suite failed to run" {
+				r.Unattributed++
+				continue
+			}
+			if strings.HasPrefix(name, "Console") {
 				continue
 			}
 			j, ok := byName[name]

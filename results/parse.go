@@ -45,6 +45,7 @@ func Parse(output []byte) Report {
 		all.Passed += r.Passed
 		all.Failed += r.Failed
 		all.Skipped += r.Skipped
+		all.Unattributed += r.Unattributed
 	}
 	all.Format = strings.Join(formats, "+")
 	return all

@@ -155,3 +155,19 @@ func TestOutputBounded(t *testing.T) {
 		t.Fatalf("failed %d, output %d bytes", r.Failed, len(r.Tests[0].Output))
 	}
 }
+
+func TestUnattributedFailures(t *testing.T) {
+	for name, out := range map[string]string{
+		"go build failure": "# example.com/b\nb.go:3:1: syntax error\nFAIL\texample.com/b [build failed]\nok  \texample.com/a\t0.01s\n",
+		"go timeout panic": "=== RUN   TestSlow\npanic: test timed out after 10m0s\nFAIL\texample.com/a\t600.01s\n",
+		"jest suite":       " FAIL  src/a.test.js\n  ● Test suite failed to run\n\n    Cannot find module 'x'\n\nTests:       0 total\n",
+	} {
+		if r := Parse([]byte(out)); r.Unattributed != 1 {
+			t.Errorf("%s: unattributed = %d, want 1 (%+v)", name, r.Unattributed, r)
+		}
+	}
+	named := "=== RUN   TestA\n--- FAIL: TestA (0.00s)\nFAIL\nFAIL\texample.com/a\t0.01s\n"
+	if r := Parse([]byte(named)); r.Unattributed != 0 || r.Failed != 1 {
+		t.Errorf("a named failure counted as unattributed: %+v", r)
+	}
+}

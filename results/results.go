@@ -29,4 +29,8 @@ type Report struct {
 	Passed  int    `json:"passed"`
 	Failed  int    `json:"failed"`
 	Skipped int    `json:"skipped"`
+	// Unattributed counts failures the runner reported outside any test: a
+	// package that did not build, a suite that failed to run, a test binary
+	// that panicked or timed out. No quarantine can excuse them.
+	Unattributed int `json:"unattributed,omitempty"`
 }
