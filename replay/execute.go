@@ -27,6 +27,7 @@ const (
 	caDir        = "/etc/ssl/certs"
 	caFile       = caDir + "/ca-certificates.crt"
 	caStage      = "/opt/bootstrap-ca"
+	depCacheDir  = "/cache" // dependency caches (module, package, build caches), see env
 	stdPath      = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 	completeMark = ".bootstrap-complete"
 	// prepareStage names the setup work in traces; it cannot clash with a
@@ -38,6 +39,9 @@ const (
 const (
 	LabelRun  = "dev.bootstrap.run"
 	LabelRole = "dev.bootstrap.role"
+	// RoleDependencyCache labels the keyed dependency-cache volumes, which
+	// outlive runs on purpose.
+	RoleDependencyCache = "dependency-cache"
 )
 
 // run is one replay in progress.
@@ -54,11 +58,12 @@ type run struct {
 	runImage   string // committed image, removed at the end
 	artifacts  []Artifact
 	volumes    []string // per-run volumes, removed at the end
-	homeVol    string
-	work, ca   string // per-run volumes: the work tree and the CA bundle
-	resumed    string // the run whose state this one resumed in
-	kept       *State // what WithKeepState handed over
-	prepared   bool   // the run image and volumes are complete
+	homeVol    string   // HOME: per run, so nothing a step leaves there outlives the run
+	cacheVol   string   // the dependency caches, keyed by what decides their content
+	work, ca   string   // per-run volumes: the work tree and the CA bundle
+	resumed    string   // the run whose state this one resumed in
+	kept       *State   // what WithKeepState handed over
+	prepared   bool     // the run image and volumes are complete
 	containers []Container
 	mounts     []Mount
 	shell      []string
@@ -247,7 +252,7 @@ func (x *run) homeKey() string {
 // stageMounts are what every stage container mounts: the work tree and
 // HOME read-write, toolchains and the CA bundle read-only.
 func (x *run) stageMounts() []Mount {
-	m := []Mount{{Volume: x.work, Target: workDir}, {Volume: x.homeVol, Target: x.home()}}
+	m := []Mount{{Volume: x.work, Target: workDir}, {Volume: x.homeVol, Target: x.home()}, {Volume: x.cacheVol, Target: depCacheDir}}
 	for _, a := range x.artifacts {
 		m = append(m, Mount{Volume: toolVolume(a.Toolchain), Target: toolRoot + "/" + a.Toolchain.Name, ReadOnly: true})
 	}
@@ -267,17 +272,22 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 	}
 	x.volumes = append(x.volumes, work)
 	x.work = work
-	x.homeVol = "bootstrap-home-" + x.homeKey()
-	if x.noCache {
-		x.homeVol = "bootstrap-home-" + x.id
-		x.volumes = append(x.volumes, x.homeVol)
+	x.homeVol = "bootstrap-home-" + x.id
+	if _, err := x.engine.EnsureVolume(ctx, x.homeVol, lbl); err != nil {
+		return false, fmt.Errorf("creating home volume: %w", err)
 	}
-	created, err := x.engine.EnsureVolume(ctx, x.homeVol, map[string]string{LabelRole: "home-cache"})
+	x.volumes = append(x.volumes, x.homeVol)
+	x.cacheVol = "bootstrap-cache-" + x.homeKey()
+	if x.noCache {
+		x.cacheVol = "bootstrap-cache-" + x.id
+		x.volumes = append(x.volumes, x.cacheVol)
+	}
+	created, err := x.engine.EnsureVolume(ctx, x.cacheVol, map[string]string{LabelRole: RoleDependencyCache})
 	if err != nil {
 		return false, fmt.Errorf("creating dependency cache volume: %w", err)
 	}
 	x.homeReuse = map[bool]string{true: "miss", false: "hit"}[created]
-	prepMounts := []Mount{{Volume: work, Target: workDir}, {Volume: x.homeVol, Target: x.home()}}
+	prepMounts := []Mount{{Volume: work, Target: workDir}, {Volume: x.homeVol, Target: x.home()}, {Volume: x.cacheVol, Target: depCacheDir}}
 	for _, a := range x.artifacts {
 		v := toolVolume(a.Toolchain)
 		if _, err := x.engine.EnsureVolume(ctx, v, map[string]string{LabelRole: "toolchain"}); err != nil {
@@ -340,11 +350,11 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 	if len(x.contract.SystemPackages) > 0 {
 		cmds = append(cmds, append([]string{"sh", "-e", "-c", "apt-get update && apt-get install -y --no-install-recommends \"$@\"", "sh"}, x.contract.SystemPackages...))
 	}
-	cmds = append(cmds, []string{"chown", "-R", x.contract.User + ":", srcDir, x.home()},
+	cmds = append(cmds, []string{"chown", "-R", x.contract.User + ":", srcDir, x.home(), depCacheDir},
 		// Docker copies a mount point's owner from the image into a volume
 		// that is still empty when the next container starts, undoing the
-		// chown; a first entry keeps the volume non-empty.
-		[]string{"install", "-d", "-o", x.contract.User, "-g", x.contract.User, x.home() + "/.cache"})
+		// chown; a first entry keeps each volume non-empty.
+		[]string{"install", "-d", "-o", x.contract.User, "-g", x.contract.User, x.home() + "/.local", depCacheDir + "/go"})
 	for _, cmd := range cmds {
 		ok, _, err := runStep(strings.Join(cmd, " "), cmd...)
 		if err != nil || !ok {

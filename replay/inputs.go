@@ -24,7 +24,10 @@ type inputs struct {
 	tree     []byte // the deterministic tar of the repository
 	ca       []byte // the CA bundle's bytes, nil when none is declared
 	caDigest string
-	digests  map[string]string
+	// present lists the declared secrets the caller's environment holds: a
+	// replay with a secret set may pass where one without it fails.
+	present string
+	digests map[string]string
 }
 
 func (r *Runner) prepareInputs(in Input) (*inputs, error) {
@@ -44,7 +47,15 @@ func (r *Runner) prepareInputs(in Input) (*inputs, error) {
 		}
 		p.ca, p.caDigest = b, traces.Digest(b)
 	}
-	d, err := digests(in.Contract, in.Snapshot, traces.Digest(p.tree), p.caDigest)
+	var present []string
+	for _, s := range in.Contract.Secrets {
+		if _, ok := r.secrets(s); ok {
+			present = append(present, s)
+		}
+	}
+	slices.Sort(present)
+	p.present = strings.Join(present, ",")
+	d, err := digests(in.Contract, in.Snapshot, traces.Digest(p.tree), p.caDigest, p.present)
 	if err != nil {
 		return nil, err
 	}
@@ -54,7 +65,7 @@ func (r *Runner) prepareInputs(in Input) (*inputs, error) {
 
 // digests lists every input of the verdict by name, plus "key", the digest
 // of all the others, which addresses the verdict cache.
-func digests(c *contract.Contract, snap *repo.Snapshot, tree, ca string) (map[string]string, error) {
+func digests(c *contract.Contract, snap *repo.Snapshot, tree, ca, present string) (map[string]string, error) {
 	cd, err := contract.Digest(c)
 	if err != nil {
 		return nil, err
@@ -68,7 +79,8 @@ func digests(c *contract.Contract, snap *repo.Snapshot, tree, ca string) (map[st
 		"verifier":   VerifierVersion,
 		// Quarantine and secret names are inside the contract digest too;
 		// they are listed so a reader of the trace sees them as inputs.
-		"secret_names": strings.Join(slices.Sorted(slices.Values(c.Secrets)), ","),
+		"secret_names":    strings.Join(slices.Sorted(slices.Values(c.Secrets)), ","),
+		"secrets_present": present,
 	}
 	q, err := json.Marshal(c.Quarantine)
 	if err != nil {

@@ -25,6 +25,7 @@ type State struct {
 	work     string
 	ca       string
 	home     string
+	cache    string
 	shell    []string
 	packages map[string]string
 	setup    string
@@ -67,7 +68,7 @@ func (r *Runner) Discard(ctx context.Context, s *State) error {
 // setupKey digests everything the run image and the volumes' layout depend
 // on; a state is resumed only by a replay with the same key.
 func (x *run) setupKey() string {
-	parts := []string{x.image.ID, x.contract.User, strings.Join(x.contract.SystemPackages, ","), x.homeVol, x.inputs.caDigest}
+	parts := []string{x.image.ID, x.contract.User, strings.Join(x.contract.SystemPackages, ","), x.cacheVol, x.inputs.caDigest}
 	for _, a := range x.artifacts {
 		parts = append(parts, a.Toolchain.Name+"="+a.Toolchain.Hash)
 	}
@@ -98,7 +99,7 @@ func (x *run) adopt(s *State) {
 // handOver hands the run image and per-run volumes to the caller instead
 // of removing them; containers are removed as usual.
 func (x *run) handOver() *State {
-	s := &State{run: x.id, image: x.runImage, work: x.work, ca: x.ca, home: x.homeVol,
+	s := &State{run: x.id, image: x.runImage, work: x.work, ca: x.ca, home: x.homeVol, cache: x.cacheVol,
 		shell: slices.Clone(x.shell), packages: maps.Clone(x.packages), setup: x.setupKey()}
 	if s.image == x.image.ID {
 		s.image = "" // the base image itself is not ours to remove
@@ -108,11 +109,12 @@ func (x *run) handOver() *State {
 	return s
 }
 
-// resumeKey is setupKey computed with the home volume s used, which a
-// resuming run has not chosen yet.
+// resumeKey is setupKey computed with the volumes s used, which a resuming
+// run has not chosen yet; a keyed cache must still be the one this
+// contract's fetch stages fill.
 func (x *run) resumeKey(s *State) string {
-	x.homeVol = s.home
-	if x.homeVol != "bootstrap-home-"+x.homeKey() && !x.noCache {
+	x.homeVol, x.cacheVol = s.home, s.cache
+	if s.cache != "bootstrap-cache-"+x.homeKey() && !x.noCache {
 		return ""
 	}
 	return x.setupKey()

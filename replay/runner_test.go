@@ -91,7 +91,7 @@ func fixedClock() func() time.Time {
 // outlive runs on purpose.
 func leaks(e *fakeengine.Engine) []string {
 	return slices.DeleteFunc(e.Leaks(), func(s string) bool {
-		return strings.HasPrefix(s, "volume bootstrap-home-") || strings.HasPrefix(s, "volume bootstrap-tc-")
+		return strings.HasPrefix(s, "volume bootstrap-cache-") || strings.HasPrefix(s, "volume bootstrap-tc-")
 	})
 }
 
@@ -146,9 +146,10 @@ func TestPassOrderNetworkEnv(t *testing.T) {
 	if ops[0] != "InspectImage" || !slices.Contains(ops, "Commit") || !slices.Contains(ops, "RemoveImage") {
 		t.Errorf("calls %v", ops)
 	}
-	wantEnv := []string{"CI=true", "FOO=bar", "HOME=/home/builder", "LANG=C.UTF-8",
+	wantEnv := []string{"CI=true", "FOO=bar", "GOMODCACHE=/cache/go/mod", "HOME=/home/builder", "LANG=C.UTF-8",
 		"NPM_CONFIG_PREFIX=/home/builder/.local",
-		"PATH=/home/builder/.local/bin:/home/builder/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SOURCE_DATE_EPOCH=1700000000", "TZ=UTC", "TOKEN=s3cr3t-value"}
+		"PATH=/home/builder/.local/bin:/home/builder/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SOURCE_DATE_EPOCH=1700000000", "TZ=UTC",
+		"XDG_CACHE_HOME=/cache/xdg", "YARN_CACHE_FOLDER=/cache/yarn", "npm_config_cache=/cache/npm", "npm_config_store_dir=/cache/pnpm", "TOKEN=s3cr3t-value"}
 	if !slices.Equal(stepEnv, wantEnv) {
 		t.Errorf("step env\n got %q\nwant %q", stepEnv, wantEnv)
 	}

@@ -198,6 +198,13 @@ func (x *run) env() []string {
 	home := x.home()
 	dirs = append(dirs, home+"/.local/bin", home+"/go/bin")
 	m["NPM_CONFIG_PREFIX"] = home + "/.local"
+	// Package managers' caches are content-addressed: they go to the keyed
+	// cache volume, which outlives the run; HOME does not.
+	m["XDG_CACHE_HOME"] = depCacheDir + "/xdg"
+	m["GOMODCACHE"] = depCacheDir + "/go/mod"
+	m["npm_config_cache"] = depCacheDir + "/npm"
+	m["npm_config_store_dir"] = depCacheDir + "/pnpm"
+	m["YARN_CACHE_FOLDER"] = depCacheDir + "/yarn"
 	m["PATH"] = strings.Join(append(dirs, stdPath), ":")
 	if x.inputs.ca != nil {
 		for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "PIP_CERT"} {
@@ -298,7 +305,7 @@ func (x *run) stage(ctx context.Context, s contract.Stage, env []string) (bool, 
 func (x *run) finish() (*Result, error) {
 	ok := x.failure == nil && len(x.stages) == len(x.contract.Stages)
 	res := &Result{Verdict: verdict(ok), Contract: x.contract, TracePath: x.tw.Path(), Failure: x.failure, Tests: x.tests}
-	d, err := digests(x.contract, x.in.Snapshot, traces.Digest(x.inputs.tree), x.inputs.caDigest)
+	d, err := digests(x.contract, x.in.Snapshot, traces.Digest(x.inputs.tree), x.inputs.caDigest, x.inputs.present)
 	if err != nil {
 		return nil, err
 	}

@@ -51,7 +51,7 @@ func e2eEngine(t *testing.T) *docker.Engine {
 // earlier run or test, and a concurrent replay of the same contract by
 // someone else on this engine is not disturbed. The flaky fixture depends
 // on this, and it keeps the attempt counts the tests assert independent of
-// what ran before. It renames the replay's home volumes with a per-run tag
+// what ran before. It renames the replay's dependency-cache volumes with a per-run tag
 // and removes them when the run ends. It also notes the replay runs it
 // started, so leftovers are looked for among this run's containers only.
 type freshHomes struct {
@@ -80,7 +80,7 @@ func (f *freshHomes) rename(name string) string {
 }
 
 func (f *freshHomes) EnsureVolume(ctx context.Context, name string, labels map[string]string) (bool, error) {
-	if labels[replay.LabelRole] == "home-cache" {
+	if labels[replay.LabelRole] == replay.RoleDependencyCache {
 		f.mu.Lock()
 		if _, ok := f.own[name]; !ok {
 			f.own[name] = name + "-e2e-" + f.tag
