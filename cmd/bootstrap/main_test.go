@@ -55,11 +55,17 @@ func TestScripts(t *testing.T) {
 			if goproxy != "" {
 				env.Setenv("GOPROXY", goproxy)
 			}
-			// Commits made in scripts need an identity and no user config.
+			// Commits made in scripts need an identity and no user config: an
+			// empty file of the script's own (not /dev/null, which git would
+			// replace by a file if anything ran git config --global).
+			gitconfig := filepath.Join(env.WorkDir, ".gitconfig")
+			if err := os.WriteFile(gitconfig, nil, 0o644); err != nil {
+				return err
+			}
 			for k, v := range map[string]string{
 				"GIT_AUTHOR_NAME": "Script", "GIT_AUTHOR_EMAIL": "script@example.com",
 				"GIT_COMMITTER_NAME": "Script", "GIT_COMMITTER_EMAIL": "script@example.com",
-				"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": os.DevNull,
+				"GIT_CONFIG_NOSYSTEM": "1", "GIT_CONFIG_GLOBAL": gitconfig,
 			} {
 				env.Setenv(k, v)
 			}
