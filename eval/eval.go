@@ -14,6 +14,7 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 
+	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/synth"
 )
 
@@ -134,17 +135,24 @@ func Run(ctx context.Context, entries []Entry, work string, fn Synthesize, progr
 }
 
 // prepare puts a copy of the entry at dir and returns the revision synth
-// should read: a clone for git sources, a plain copy for other directories.
+// should read: for a local git repository (a working tree in any state —
+// detached, shallow, itself sharing objects — or a bare one) a repository
+// that borrows its objects through alternates with HEAD at the revision,
+// for a git URL a clone, for any other directory a plain copy.
 func prepare(ctx context.Context, e Entry, dir string) (string, error) {
 	src := e.Source
 	if fi, err := os.Stat(src); err == nil && fi.IsDir() {
-		if _, err := os.Stat(filepath.Join(src, ".git")); err != nil {
+		abs, err := filepath.Abs(src)
+		if err != nil {
+			return "", err
+		}
+		if repo.GitDir(abs) == "" {
 			if e.Rev != "" {
 				return "", fmt.Errorf("%s is not a git repository, so it has no revision %s", src, e.Rev)
 			}
 			return "", os.CopyFS(dir, os.DirFS(src))
 		}
-		src, _ = filepath.Abs(src)
+		return borrow(ctx, abs, e.Rev, dir)
 	}
 	r, err := git.PlainCloneContext(ctx, dir, false, &git.CloneOptions{URL: src})
 	if err != nil {
@@ -158,6 +166,75 @@ func prepare(ctx context.Context, e Entry, dir string) (string, error) {
 		return "", fmt.Errorf("%s: revision %s: %w", e.Source, e.Rev, err)
 	}
 	return h.String(), nil
+}
+
+// borrow makes dir a repository whose objects are the local repository
+// src's (through objects/info/alternates, so nothing is copied and src is
+// never written) with a detached HEAD at rev (HEAD when empty).
+func borrow(ctx context.Context, src, rev, dir string) (string, error) {
+	if rev == "" {
+		rev = "HEAD"
+	}
+	snap, err := repo.Open(ctx, src, rev)
+	if err != nil {
+		return "", err
+	}
+	dot := repo.GitDir(src)
+	common := repo.CommonDir(dot)
+	r, err := git.PlainInit(dir, false)
+	if err != nil {
+		return "", fmt.Errorf("preparing a copy of %s: %w", src, err)
+	}
+	info := filepath.Join(dir, ".git", "objects", "info")
+	if err := os.MkdirAll(info, 0o755); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(filepath.Join(info, "alternates"), []byte(strings.Join(objectDirs(filepath.Join(common, "objects")), "\n")+"\n"), 0o644); err != nil {
+		return "", err
+	}
+	// A shallow repository's boundary commits have parents it does not hold.
+	if b, err := repo.ReadBounded(filepath.Join(common, "shallow"), 16<<20); err == nil {
+		if err := os.WriteFile(filepath.Join(dir, ".git", "shallow"), b, 0o644); err != nil {
+			return "", err
+		}
+	}
+	if err := r.Storer.SetReference(plumbing.NewHashReference(plumbing.HEAD, plumbing.NewHash(snap.Commit))); err != nil {
+		return "", fmt.Errorf("preparing a copy of %s: %w", src, err)
+	}
+	return snap.Commit, nil
+}
+
+// objectDirs is an object directory and, depth first, the ones its
+// alternates name, as absolute paths (git follows five levels; so does
+// this). The list is written flat because go-git follows one level only.
+func objectDirs(objects string) []string {
+	out := []string{objects}
+	seen := map[string]bool{objects: true}
+	var walk func(dir string, depth int)
+	walk = func(dir string, depth int) {
+		if depth == 5 {
+			return
+		}
+		b, err := repo.ReadBounded(filepath.Join(dir, "info", "alternates"), 64<<10)
+		if err != nil {
+			return
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if l = strings.TrimSpace(l); l == "" || strings.HasPrefix(l, "#") {
+				continue
+			}
+			if !filepath.IsAbs(l) {
+				l = filepath.Join(dir, l)
+			}
+			if l = filepath.Clean(l); !seen[l] {
+				seen[l] = true
+				out = append(out, l)
+				walk(l, depth+1)
+			}
+		}
+	}
+	walk(objects, 0)
+	return out
 }
 
 func verdict(r Row) string {

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/bootstrap-dev/bootstrap/fixtures"
+	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/synth"
 )
 
@@ -39,9 +42,9 @@ func TestRunCopiesAndReports(t *testing.T) {
 	}
 	entries := []Entry{{Source: gitRepo, Rev: head}, {Source: plain}, {Source: filepath.Join(t.TempDir(), "gone")}}
 	var seen []string
-	fn := func(_ context.Context, dir, rev string) (*synth.Outcome, error) {
+	fn := func(ctx context.Context, dir, rev string) (*synth.Outcome, error) {
 		seen = append(seen, rev)
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+		if hasFile(ctx, dir, rev, "go.mod") {
 			return &synth.Outcome{Verified: true, Attempts: make([]*synth.Attempt, 2), Deltas: []synth.Logged{{Delta: synth.Delta{Rule: "missing-command"}, Accepted: true}, {Delta: synth.Delta{Rule: "llm"}}}}, nil
 		}
 		return &synth.Outcome{Attempts: make([]*synth.Attempt, 3), Diagnosis: "tests fail"}, errors.New("budget")
@@ -74,5 +77,86 @@ func TestRunCopiesAndReports(t *testing.T) {
 	rep.WriteTable(&tbl)
 	if !strings.Contains(tbl.String(), "1 of 3 verified") || !strings.Contains(progress.String(), "[3/3]") {
 		t.Errorf("table:\n%s\nprogress:\n%s", tbl.String(), progress.String())
+	}
+}
+
+// hasFile reports whether the copy at dir holds name at rev (the working
+// tree when rev is ""), read the way synth reads it.
+func hasFile(ctx context.Context, dir, rev, name string) bool {
+	snap, err := repo.Open(ctx, dir, rev)
+	if err != nil {
+		return false
+	}
+	_, err = fs.Stat(snap.FS, name)
+	return err == nil
+}
+
+// TestLocalClones prepares the shapes a person's corpus holds: a clone
+// checked out at a commit (detached HEAD), a shallow clone, a clone that
+// borrows its objects (--shared) and a bare mirror, each made by git itself.
+func TestLocalClones(t *testing.T) {
+	gitBin, err := exec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed") // the shapes under test are git's own
+	}
+	origin := fixtures.Repo(t, "go-module", fixtures.WithGit())
+	first, err := fixtures.Commit(origin, "first")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(origin, "later.txt"), []byte("later\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	second, err := fixtures.Commit(origin, "second")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command(gitBin, args...)
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_GLOBAL="+filepath.Join(tmp, "empty"), "GIT_CONFIG_NOSYSTEM=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(tmp, "empty"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	detached, shallow, shared, bare := filepath.Join(tmp, "detached"), filepath.Join(tmp, "shallow"), filepath.Join(tmp, "shared"), filepath.Join(tmp, "bare.git")
+	git("clone", "-q", "--no-checkout", origin, detached)
+	git("-C", detached, "checkout", "-q", "-f", first)
+	git("clone", "-q", "--depth", "1", "file://"+origin, shallow)
+	git("clone", "-q", "--shared", origin, shared)
+	git("clone", "-q", "--bare", origin, bare)
+	entries := []Entry{
+		{Source: detached, Rev: first}, {Source: detached}, {Source: shallow},
+		{Source: shared, Rev: first}, {Source: bare, Rev: second},
+	}
+	want := []string{first, first, second, first, second}
+	var got []string
+	fn := func(ctx context.Context, dir, rev string) (*synth.Outcome, error) {
+		got = append(got, rev)
+		if !hasFile(ctx, dir, rev, "go.mod") {
+			return nil, errors.New("go.mod missing from the copy")
+		}
+		return &synth.Outcome{Verified: hasFile(ctx, dir, rev, "later.txt") == (rev == second)}, nil
+	}
+	rep, err := Run(context.Background(), entries, t.TempDir(), fn, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, row := range rep.Rows {
+		if row.Error != "" || !row.Verified {
+			t.Errorf("%s (rev %q): %+v", entries[i].Source, entries[i].Rev, row)
+		}
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("revisions given to synth: %v, want %v", got, want)
+	}
+	for _, src := range []string{detached, shared} {
+		if _, err := os.Stat(filepath.Join(src, ".bootstrap")); err == nil {
+			t.Errorf("%s was written to", src)
+		}
 	}
 }

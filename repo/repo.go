@@ -4,13 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
+	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // Snapshot is a repository's files at one point: the working tree or a commit.
@@ -48,7 +55,7 @@ func Open(ctx context.Context, path, rev string) (*Snapshot, error) {
 	} else if !fi.IsDir() {
 		return nil, fmt.Errorf("opening repository %q: not a directory", path)
 	}
-	r, gitErr := git.PlainOpen(root)
+	r, gitErr := openGit(root)
 	if rev == "" {
 		snap := &Snapshot{Worktree: true, Root: root}
 		if gitErr == nil {
@@ -90,4 +97,105 @@ func Open(ctx context.Context, path, rev string) (*Snapshot, error) {
 		CommitTime: c.Committer.When.UTC(),
 		Root:       root,
 	}, nil
+}
+
+// openGit opens the repository at root, a working tree or a bare one, with
+// its object alternates followed: a clone made with --shared or --reference
+// (and eval's copies) keeps its objects in another repository.
+func openGit(root string) (*git.Repository, error) {
+	dot, wt := GitDir(root), osfs.New(root)
+	if dot == "" {
+		return nil, git.ErrRepositoryNotExists
+	}
+	var fs billy.Filesystem = osfs.New(dot)
+	if common := CommonDir(dot); common != dot {
+		// A linked worktree's git directory keeps its objects and refs in
+		// the main repository's.
+		fs = dotgit.NewRepositoryFilesystem(fs, osfs.New(common))
+	}
+	st := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(),
+		filesystem.Options{AlternatesFS: osfs.New("/", osfs.WithBoundOS())})
+	if dot == root {
+		return git.Open(borrowed{st}, nil) // bare
+	}
+	return git.Open(borrowed{st}, wt)
+}
+
+// borrowed answers an object's size from the alternates too: go-git's
+// filesystem storage reads objects through alternates but looks their
+// sizes up only in its own directory.
+type borrowed struct{ *filesystem.Storage }
+
+func (b borrowed) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	n, err := b.Storage.EncodedObjectSize(h)
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return n, err
+	}
+	o, err := b.Storage.EncodedObject(plumbing.AnyObject, h)
+	if err != nil {
+		return 0, err
+	}
+	return o.Size(), nil
+}
+
+// GitDir is the git directory of the repository at root: root/.git (or the
+// directory a .git file names), root itself when it is bare, else "".
+func GitDir(root string) string {
+	dot := filepath.Join(root, ".git")
+	fi, err := os.Stat(dot)
+	switch {
+	case err == nil && fi.IsDir():
+		return dot
+	case err == nil && fi.Mode().IsRegular():
+		b, err := ReadBounded(dot, 4096)
+		if err != nil {
+			return ""
+		}
+		d, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
+		if !ok {
+			return ""
+		}
+		if !filepath.IsAbs(d) {
+			d = filepath.Join(root, d)
+		}
+		return d
+	}
+	if _, err := os.Stat(filepath.Join(root, "objects")); err == nil {
+		if _, err := os.Stat(filepath.Join(root, "HEAD")); err == nil {
+			return root
+		}
+	}
+	return ""
+}
+
+// CommonDir is where a git directory's objects live: the directory its
+// commondir file names (a linked worktree's), else the directory itself.
+func CommonDir(dot string) string {
+	b, err := ReadBounded(filepath.Join(dot, "commondir"), 4096)
+	if err != nil {
+		return dot
+	}
+	d := strings.TrimSpace(string(b))
+	if !filepath.IsAbs(d) {
+		d = filepath.Join(dot, d)
+	}
+	return filepath.Clean(d)
+}
+
+// ReadBounded reads a file of at most n bytes and refuses a larger one
+// without reading past n+1.
+func ReadBounded(name string, n int64) ([]byte, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, n+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > n {
+		return nil, fmt.Errorf("%s: larger than %d bytes", name, n)
+	}
+	return b, nil
 }
