@@ -287,10 +287,28 @@ func (d *run) projects() []Project {
 			workspaces[path.Dir(p)] = true
 		}
 	}
+	// A go.work makes its directory one Go project whose members are the
+	// modules it uses.
+	goMembers := map[string]bool{}
+	for _, e := range d.ev {
+		if e.Kind != KindGoWork {
+			continue
+		}
+		dir := path.Dir(e.Path)
+		addMarker(dir, "go.work", "go")
+		for _, u := range strings.Split(e.Facts["use"], ",") {
+			if u = strings.TrimSpace(u); u != "" {
+				goMembers[path.Join(dir, u)] = true
+			}
+		}
+	}
 	for p := range d.seen {
 		dir, name := path.Dir(p), path.Base(p)
 		switch name {
 		case "go.mod":
+			if goMembers[dir] && byRoot[dir] == nil {
+				continue // a workspace member: the go.work's project holds it
+			}
 			addMarker(dir, name, "go")
 		case "package.json":
 			if d.inWorkspace(dir, workspaces) {

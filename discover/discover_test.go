@@ -255,7 +255,8 @@ func TestMinersMonorepo(t *testing.T) {
 		{KindDocCommand, "README.md:15", map[string]string{"command": "go test ./...", "heading": "Test"}, ""},
 		{KindGoMod, "go.mod:1", map[string]string{"module": "example.com/demo", "go": "1.22", "toolchain": "go1.22.5"}, "."},
 		{KindGoWork, "go.work:1", map[string]string{"go": "1.22", "use": ".,./tools"}, "."},
-		{KindGoMod, "tools/go.mod:1", map[string]string{"go": "1.21"}, "tools"},
+		// go.work uses ./tools: a member of the root's workspace, not a project.
+		{KindGoMod, "tools/go.mod:1", map[string]string{"go": "1.21"}, "."},
 		{KindPackageJSON, "web/package.json:2", map[string]string{"name": "web", "packageManager": "pnpm@9.1.0", "engines.node": ">=20", "workspaces": "packages/*", "private": "true"}, "web"},
 		{KindPackageScript, "web/package.json:8", map[string]string{"name": "test", "command": "vitest run"}, "web"},
 		{KindPackageScript, "web/package.json:9", map[string]string{"name": "build"}, "web"},
@@ -275,9 +276,10 @@ func TestMinersMonorepo(t *testing.T) {
 		{KindGHAEnv, ".github/workflows/ci.yml:3", map[string]string{"name": "GOFLAGS", "scope": "workflow"}, "."},
 		{KindGHAEnv, ".github/workflows/ci.yml:11", map[string]string{"name": "CGO_ENABLED", "value": "0", "scope": "job", "job": "test"}, ""},
 		{KindGHAService, ".github/workflows/ci.yml:13", map[string]string{"name": "db", "image": "postgres:16"}, ""},
-		{KindGHAMatrix, ".github/workflows/ci.yml:17", map[string]string{"key": "os", "values": "ubuntu-latest,macos-latest"}, ""},
-		{KindGHAMatrix, ".github/workflows/ci.yml:18", map[string]string{"key": "go", "values": "1.21,1.22"}, ""},
-		{KindGHAMatrix, ".github/workflows/ci.yml:21", map[string]string{"key": "experimental", "values": "true", "include": "true"}, ""},
+		{KindGHAWorkflow, ".github/workflows/ci.yml:1", map[string]string{"name": "ci", "triggers": ""}, "."},
+		{KindGHAJob, ".github/workflows/ci.yml:8", map[string]string{"job": "test", "services": "db", "working-directory": "src", "matrix-line": "16",
+			"matrix": `{"axes":[{"key":"os","values":["ubuntu-latest","macos-latest"]},{"key":"go","values":["1.21","1.22"]}],"include":[{"experimental":"true","os":"ubuntu-latest"}]}`}, "."},
+		{KindGHAJob, ".github/workflows/ci.yml:39", map[string]string{"job": "rust", "runs-on": "ubuntu-latest"}, "."},
 		{KindGHAUses, ".github/workflows/ci.yml:23", map[string]string{"uses": "actions/checkout@v4", "step": "1"}, ""},
 		{KindGHASetup, ".github/workflows/ci.yml:24", map[string]string{"tool": "go", "version": "${{ matrix.go }}", "cache": "true"}, ""},
 		{KindGHASetup, ".github/workflows/ci.yml:28", map[string]string{"tool": "node", "version-file": "web/.nvmrc"}, ""},
@@ -311,7 +313,7 @@ func TestMinersMonorepo(t *testing.T) {
 	for _, p := range res.Projects {
 		roots = append(roots, p.Root+"="+strings.Join(p.Ecosystems, "+"))
 	}
-	if got, want := strings.Join(roots, " "), ".=go tools=go web=node web/packages/own=node"; got != want {
+	if got, want := strings.Join(roots, " "), ".=go web=node web/packages/own=node"; got != want {
 		t.Errorf("projects = %s, want %s", got, want)
 	}
 	if len(res.Errors) != 0 {

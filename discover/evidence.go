@@ -94,10 +94,10 @@ const (
 	// working-directory (step's, else job default, else workflow default),
 	// env.<NAME> for each variable in force (step env over job over
 	// workflow env), if (the job's and the step's if: conditions joined by
-	// " && ", set only when there is one).
+	// " && ", set only when there is one), continue-on-error when set.
 	KindGHARun Kind = "gha.run"
 	// KindGHAUses: one uses step. Facts: uses (action@ref), step, with.<key>
-	// for each input.
+	// for each input, if when the step has one.
 	KindGHAUses Kind = "gha.uses"
 	// KindGHASetup: a uses step of actions/setup-go, setup-node,
 	// setup-python or setup-java, dtolnay/rust-toolchain, actions-rs/toolchain
@@ -106,11 +106,26 @@ const (
 	// as written, may name a matrix variable; for dtolnay/rust-toolchain
 	// without one, the ref), cache; version-file for all but the rust actions.
 	KindGHASetup Kind = "gha.setup"
-	// KindGHAMatrix: one matrix axis. Facts: key, values (comma separated,
-	// in order). An axis gathered from the include: entries (the values of
-	// that key across entries, in order) also sets include ("true");
-	// exclude: is not reported.
-	KindGHAMatrix Kind = "gha.matrix"
+	// KindGHAWorkflow: what starts the workflow, at its on: key. Facts:
+	// name, triggers (event names, sorted, comma separated),
+	// push-tags-only ("true" when push filters tags and no branches),
+	// input.<NAME> (a workflow_call or workflow_dispatch input's default).
+	KindGHAWorkflow Kind = "gha.workflow"
+	// KindGHAJob: one job, at its key. Facts: name, if, needs (comma
+	// separated), continue-on-error, timeout-minutes, container (image),
+	// services (names, comma separated), working-directory (the run
+	// default), each when present; uses and with.<key> for a job that
+	// calls a reusable workflow; matrix (a Matrix as JSON, see
+	// ParseMatrix) and matrix-line, or matrix-expr when the whole matrix
+	// is an expression.
+	KindGHAJob Kind = "gha.job"
+	// KindGHAAction: a local action (action.yml, action.yaml, anywhere in
+	// the tree, as "uses: ./path" may name any directory). Facts:
+	// action (its directory), name, using (composite, node20, docker...),
+	// input.<NAME> for each input's default. A composite action's steps
+	// are reported as KindGHARun, KindGHAUses and KindGHASetup with
+	// action set and workflow, job and runs-on empty.
+	KindGHAAction Kind = "gha.action"
 	// KindGHAService: a job service container. Facts: name, image.
 	KindGHAService Kind = "gha.service"
 	// KindGHAEnv: a workflow or job env entry. Facts: name, value, scope
@@ -118,15 +133,20 @@ const (
 	KindGHAEnv Kind = "gha.env"
 
 	// GitLab CI (.gitlab-ci.yml at the root): one entry of a visible job's
-	// before_script (its own, else default's or the top-level one) or
-	// script. Facts: job, stage ("test" when unset), run (the entry, which
+	// before_script (its own or its extends templates', else default's or
+	// the top-level one) or script (likewise). Facts: job, stage ("test" when unset), run (the entry, which
 	// may span lines), image (job's, else default's or top-level; may be
 	// ""), section (before_script or script).
 	KindGitLabScript Kind = "gitlab.script"
+	// KindGitLabJob: one visible job, at its key, extends resolved. Facts:
+	// job, stage, image; when, allow_failure, needs, extends, services
+	// (images, comma separated) and tags-only ("true" for only: tags or
+	// rules that all test $CI_COMMIT_TAG), each when present.
+	KindGitLabJob Kind = "gitlab.job"
 
 	// Build runners, one entry per target or task; recipe is the commands
-	// joined by newlines. KindMakeTarget (Makefile, makefile, GNUmakefile)
-	// facts: target, recipe. KindTask (Taskfile.yml, Taskfile.yaml,
+	// joined by newlines. KindMakeTarget (Makefile, makefile, GNUmakefile,
+	// and the *.mk files a Makefile includes) facts: target, recipe. KindTask (Taskfile.yml, Taskfile.yaml,
 	// taskfile.yml) facts: task, recipe (a "task: x" call appears as
 	// "task x"). KindMageTarget (one exported function) facts: target,
 	// recipe (always "").
@@ -144,7 +164,8 @@ const (
 
 	// Node. KindPackageJSON facts: name, engines.node, engines.npm,
 	// packageManager, workspaces (comma separated globs, from a list or
-	// {"packages": [...]}), private ("true" or "false").
+	// {"packages": [...]}), private ("true" or "false"); volta.node when
+	// the file pins Node for Volta.
 	// KindPackageScript: one scripts entry. Facts: name, command.
 	// KindLockfile (package-lock.json, npm-shrinkwrap.json, yarn.lock,
 	// pnpm-lock.yaml, bun.lock, bun.lockb) facts: manager (npm, yarn, pnpm,

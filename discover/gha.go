@@ -28,6 +28,7 @@ func mineGHA(f *file) {
 		return
 	}
 	wf := path.Base(f.path)
+	mineGHAWorkflow(f, root, wf)
 	env := map[string]string{}
 	envNode, _ := get(root, "env")
 	for _, kv := range pairs(envNode) {
@@ -40,11 +41,12 @@ func mineGHA(f *file) {
 	wfDir := scalar(defRun, "working-directory")
 	jobs, _ := get(root, "jobs")
 	for _, jkv := range pairs(jobs) {
-		mineGHAJob(f, wf, jkv[0].Value, jkv[1], env, wfDir)
+		mineGHAJob(f, wf, jkv[0], jkv[1], env, wfDir)
 	}
 }
 
-func mineGHAJob(f *file, wf, id string, job *yaml.Node, wfEnv map[string]string, wfDir string) {
+func mineGHAJob(f *file, wf string, key, job *yaml.Node, wfEnv map[string]string, wfDir string) {
+	id := key.Value
 	runsOn, _ := get(job, "runs-on")
 	common := func() map[string]string {
 		return map[string]string{"workflow": wf, "job": id, "runs-on": text(runsOn)}
@@ -73,20 +75,55 @@ func mineGHAJob(f *file, wf, id string, job *yaml.Node, wfEnv map[string]string,
 		facts["name"], facts["image"] = kv[0].Value, image
 		f.add(KindGHAService, kv[0].Line, f.lineText(kv[0].Line), facts)
 	}
-	strategy, _ := get(job, "strategy")
-	matrix, _ := get(strategy, "matrix")
-	for _, kv := range pairs(matrix) {
-		switch kv[0].Value {
-		case "exclude":
-		case "include":
-			mineGHAInclude(f, kv[1], common)
-		default:
-			facts := common()
-			facts["key"], facts["values"] = kv[0].Value, text(kv[1])
-			f.add(KindGHAMatrix, kv[0].Line, f.lineText(kv[0].Line), facts)
+	jf := common()
+	jf["name"] = scalar(job, "name")
+	for _, k := range []string{"if", "continue-on-error", "timeout-minutes"} {
+		if v := scalar(job, k); v != "" {
+			jf[k] = v
 		}
 	}
+	if n, _ := get(job, "needs"); n != nil {
+		jf["needs"] = text(n)
+	}
+	if c := containerImage(job); c != "" {
+		jf["container"] = c
+	}
+	var names []string
+	for _, kv := range pairs(services) {
+		names = append(names, kv[0].Value)
+	}
+	if len(names) > 0 {
+		jf["services"] = strings.Join(names, ",")
+	}
+	if dir != "" {
+		jf["working-directory"] = dir
+	}
+	if u := scalar(job, "uses"); u != "" {
+		jf["uses"] = u
+		with, _ := get(job, "with")
+		for _, kv := range pairs(with) {
+			jf["with."+kv[0].Value] = text(kv[1])
+		}
+	}
+	strategy, _ := get(job, "strategy")
+	if m, k := get(strategy, "matrix"); m != nil {
+		jf["matrix-line"] = strconv.Itoa(k.Line)
+		if m.Kind == yaml.ScalarNode {
+			jf["matrix-expr"] = m.Value
+		} else if js, err := matrixJSON(m); err != nil {
+			f.fail(k.Line, "matrix: %v", err)
+		} else {
+			jf["matrix"] = js
+		}
+	}
+	f.add(KindGHAJob, key.Line, f.lineText(key.Line), jf)
 	steps, _ := get(job, "steps")
+	mineGHASteps(f, steps, job, env, dir, common)
+}
+
+// mineGHASteps reports the run and uses steps of a job or of a composite
+// action (job is then nil), in order.
+func mineGHASteps(f *file, steps, job *yaml.Node, env map[string]string, dir string, common func() map[string]string) {
 	if steps == nil || steps.Kind != yaml.SequenceNode {
 		return
 	}
@@ -96,7 +133,11 @@ func mineGHAJob(f *file, wf, id string, job *yaml.Node, wfEnv map[string]string,
 			name = strconv.Itoa(i + 1)
 		}
 		if uses, k := get(step, "uses"); uses != nil {
-			mineGHAUses(f, step, uses.Value, k.Line, name, common())
+			uf := common()
+			if c := scalar(step, "if"); c != "" {
+				uf["if"] = c
+			}
+			mineGHAUses(f, step, uses.Value, k.Line, name, uf)
 		}
 		run, k := get(step, "run")
 		if run == nil {
@@ -104,6 +145,9 @@ func mineGHAJob(f *file, wf, id string, job *yaml.Node, wfEnv map[string]string,
 		}
 		facts := common()
 		facts["run"], facts["step"], facts["shell"] = strings.TrimRight(run.Value, "\n"), name, scalar(step, "shell")
+		if v := scalar(step, "continue-on-error"); v != "" {
+			facts["continue-on-error"] = v
+		}
 		facts["working-directory"] = dir
 		// A step runs only when its own and its job's conditions hold; the
 		// planner skips tag- and release-only steps by these.
@@ -125,32 +169,6 @@ func mineGHAJob(f *file, wf, id string, job *yaml.Node, wfEnv map[string]string,
 	}
 }
 
-// mineGHAInclude reports each key of matrix include entries as an axis whose
-// values are collected in order; facts include "include"="true".
-func mineGHAInclude(f *file, inc *yaml.Node, common func() map[string]string) {
-	if inc == nil || inc.Kind != yaml.SequenceNode {
-		return
-	}
-	var keys []string
-	vals := map[string][]string{}
-	lines := map[string]int{}
-	for _, entry := range inc.Content {
-		for _, kv := range pairs(entry) {
-			k := kv[0].Value
-			if _, ok := vals[k]; !ok {
-				keys = append(keys, k)
-				lines[k] = kv[0].Line
-			}
-			vals[k] = append(vals[k], text(kv[1]))
-		}
-	}
-	for _, k := range keys {
-		facts := common()
-		facts["key"], facts["values"], facts["include"] = k, strings.Join(vals[k], ","), "true"
-		f.add(KindGHAMatrix, lines[k], f.lineText(lines[k]), facts)
-	}
-}
-
 func mineGHAUses(f *file, step *yaml.Node, uses string, line int, name string, facts map[string]string) {
 	facts["uses"], facts["step"] = uses, name
 	with, _ := get(step, "with")
@@ -165,6 +183,9 @@ func mineGHAUses(f *file, step *yaml.Node, uses string, line int, name string, f
 	}
 	setup := map[string]string{"workflow": facts["workflow"], "job": facts["job"], "runs-on": facts["runs-on"],
 		"tool": spec[0], "version": scalar(with, spec[1]), "cache": scalar(with, "cache")}
+	if a := facts["action"]; a != "" {
+		setup["action"] = a
+	}
 	if spec[2] != "" {
 		setup["version-file"] = scalar(with, spec[2])
 	}
@@ -181,4 +202,88 @@ func firstLine(s string) string {
 		return s[:i]
 	}
 	return s
+}
+
+// mineGHAWorkflow reports what starts a workflow. Facts: workflow, name,
+// triggers (the event names, sorted, comma separated), tags-only ("true"
+// when push runs only for tags and nothing else starts the workflow
+// except manual or scheduled runs), input.<NAME> for each workflow_call
+// or workflow_dispatch input's default.
+func mineGHAWorkflow(f *file, root *yaml.Node, wf string) {
+	on, k := get(root, "on")
+	facts := map[string]string{"workflow": wf, "name": scalar(root, "name")}
+	var events []string
+	switch {
+	case on == nil:
+	case on.Kind == yaml.ScalarNode:
+		events = []string{on.Value}
+	case on.Kind == yaml.SequenceNode:
+		for _, c := range on.Content {
+			events = append(events, c.Value)
+		}
+	case on.Kind == yaml.MappingNode:
+		for _, kv := range pairs(on) {
+			events = append(events, kv[0].Value)
+			inputs, _ := get(kv[1], "inputs")
+			for _, in := range pairs(inputs) {
+				if d := scalar(in[1], "default"); d != "" {
+					facts["input."+in[0].Value] = d
+				}
+			}
+		}
+		if push, _ := get(on, "push"); push != nil {
+			tags, _ := get(push, "tags")
+			branches, _ := get(push, "branches")
+			ignore, _ := get(push, "branches-ignore")
+			if tags != nil && branches == nil && ignore == nil {
+				facts["push-tags-only"] = "true"
+			}
+		}
+	}
+	slices.Sort(events)
+	facts["triggers"] = strings.Join(slices.Compact(events), ",")
+	line := 1
+	if k != nil {
+		line = k.Line
+	}
+	f.add(KindGHAWorkflow, line, f.lineText(line), facts)
+}
+
+// mineGHAAction reads a local action (action.yml): a composite action's
+// steps are reported as run and uses steps with action (its directory)
+// set instead of workflow and job, plus one KindGHAAction.
+func mineGHAAction(f *file) {
+	root := parseYAML(f)
+	if root == nil {
+		return
+	}
+	runs, _ := get(root, "runs")
+	using := scalar(runs, "using")
+	dir := path.Dir(f.path)
+	facts := map[string]string{"action": dir, "name": scalar(root, "name"), "using": using}
+	inputs, _ := get(root, "inputs")
+	for _, in := range pairs(inputs) {
+		if d := scalar(in[1], "default"); d != "" {
+			facts["input."+in[0].Value] = d
+		}
+	}
+	f.add(KindGHAAction, 1, f.lineText(1), facts)
+	if using != "composite" {
+		return
+	}
+	steps, _ := get(runs, "steps")
+	common := func() map[string]string {
+		return map[string]string{"workflow": "", "job": "", "runs-on": "", "action": dir}
+	}
+	mineGHASteps(f, steps, nil, map[string]string{}, "", common)
+}
+
+// containerImage is the image a job runs its steps in: container: IMAGE
+// or container: {image: IMAGE}.
+func containerImage(job *yaml.Node) string {
+	c, _ := get(job, "container")
+	if c != nil && c.Kind == yaml.MappingNode {
+		return scalar(c, "image")
+	}
+	return text(c)
 }

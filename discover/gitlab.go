@@ -18,13 +18,19 @@ func mineGitLab(f *file) {
 		return
 	}
 	def, _ := get(root, "default")
-	image := imageName(root)
-	if i := imageName(def); i != "" {
+	image := imageName(valueOf(root, "image"))
+	if i := imageName(valueOf(def, "image")); i != "" {
 		image = i
 	}
 	before, _ := get(def, "before_script")
 	if b, _ := get(root, "before_script"); b != nil {
 		before = b
+	}
+	templates := map[string]*yaml.Node{}
+	for _, kv := range pairs(root) {
+		if kv[1].Kind == yaml.MappingNode {
+			templates[kv[0].Value] = kv[1]
+		}
 	}
 	for _, kv := range pairs(root) {
 		job := kv[0].Value
@@ -32,19 +38,41 @@ func mineGitLab(f *file) {
 		if gitlabReserved[job] || strings.HasPrefix(job, ".") || kv[1].Kind != yaml.MappingNode {
 			continue
 		}
-		stage := scalar(kv[1], "stage")
+		look := func(key string) *yaml.Node { return inherited(kv[1], key, templates) }
+		stage := text(look("stage"))
 		if stage == "" {
 			stage = "test"
 		}
 		img := image
-		if i := imageName(kv[1]); i != "" {
+		if i := imageName(look("image")); i != "" {
 			img = i
 		}
+		jf := map[string]string{"job": job, "stage": stage, "image": img}
+		for _, k := range []string{"when", "allow_failure", "needs", "extends"} {
+			if v := text(look(k)); v != "" {
+				jf[k] = v
+			}
+		}
+		var names []string
+		if svc := look("services"); svc != nil && svc.Kind == yaml.SequenceNode {
+			for _, c := range svc.Content {
+				if n := imageName(c); n != "" {
+					names = append(names, n)
+				}
+			}
+		}
+		if len(names) > 0 {
+			jf["services"] = strings.Join(names, ",")
+		}
+		if gitlabTagsOnly(look("only"), look("rules")) {
+			jf["tags-only"] = "true"
+		}
+		f.add(KindGitLabJob, kv[0].Line, f.lineText(kv[0].Line), jf)
 		jb := before
-		if b, _ := get(kv[1], "before_script"); b != nil {
+		if b := look("before_script"); b != nil {
 			jb = b
 		}
-		script, _ := get(kv[1], "script")
+		script := look("script")
 		for _, sec := range []struct {
 			name string
 			n    *yaml.Node
@@ -57,12 +85,70 @@ func mineGitLab(f *file) {
 	}
 }
 
-func imageName(n *yaml.Node) string {
-	v, _ := get(n, "image")
+// inherited is a job's key, else the first of its extends templates (in
+// order, each with its own extends) that sets it; the chain is bounded.
+func inherited(job *yaml.Node, key string, templates map[string]*yaml.Node) *yaml.Node {
+	seen := map[*yaml.Node]bool{}
+	var look func(n *yaml.Node, depth int) *yaml.Node
+	look = func(n *yaml.Node, depth int) *yaml.Node {
+		if n == nil || seen[n] || depth > 10 {
+			return nil
+		}
+		seen[n] = true
+		if v, _ := get(n, key); v != nil {
+			return v
+		}
+		ext, _ := get(n, "extends")
+		var names []string
+		if ext != nil && ext.Kind == yaml.ScalarNode {
+			names = []string{ext.Value}
+		} else if ext != nil && ext.Kind == yaml.SequenceNode {
+			for _, c := range ext.Content {
+				names = append(names, c.Value)
+			}
+		}
+		for _, name := range names {
+			if v := look(templates[name], depth+1); v != nil {
+				return v
+			}
+		}
+		return nil
+	}
+	return look(job, 0)
+}
+
+// gitlabTagsOnly reports a job that runs only for tags: only: [tags], or
+// rules whose every condition tests $CI_COMMIT_TAG.
+func gitlabTagsOnly(only, rules *yaml.Node) bool {
+	if only != nil {
+		refs := text(only)
+		if only.Kind == yaml.MappingNode {
+			refs = scalar(only, "refs")
+		}
+		return refs == "tags"
+	}
+	if rules == nil || rules.Kind != yaml.SequenceNode || len(rules.Content) == 0 {
+		return false
+	}
+	for _, r := range rules.Content {
+		if c := scalar(r, "if"); !strings.Contains(c, "CI_COMMIT_TAG") || strings.Contains(c, "== null") || strings.Contains(c, "!~") {
+			return false
+		}
+	}
+	return true
+}
+
+// imageName reads an image: or services: entry, a name or {name: ...}.
+func imageName(v *yaml.Node) string {
 	if v != nil && v.Kind == yaml.MappingNode {
 		return scalar(v, "name")
 	}
 	return text(v)
+}
+
+func valueOf(n *yaml.Node, key string) *yaml.Node {
+	v, _ := get(n, key)
+	return v
 }
 
 // scriptLines flattens a script (a string or nested sequences of strings).

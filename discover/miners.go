@@ -25,9 +25,11 @@ func minerFor(p string) *miner {
 		return &miner{fn: mineDoc("CONTRIBUTING")}
 	case dir == ".github/workflows" && (strings.HasSuffix(base, ".yml") || strings.HasSuffix(base, ".yaml")):
 		return &miner{fn: mineGHA}
+	case base == "action.yml" || base == "action.yaml":
+		return &miner{fn: mineGHAAction}
 	case p == ".gitlab-ci.yml":
 		return &miner{fn: mineGitLab}
-	case base == "Makefile" || base == "makefile" || base == "GNUmakefile":
+	case base == "Makefile" || base == "makefile" || base == "GNUmakefile" || strings.HasSuffix(base, ".mk") && !strings.HasPrefix(p, ".github/"):
 		return &miner{fn: mineMakefile}
 	case base == "Taskfile.yml" || base == "Taskfile.yaml" || base == "taskfile.yml":
 		return &miner{fn: mineTaskfile}

@@ -18,6 +18,9 @@ func minePackageJSON(f *file) {
 		Scripts        map[string]string `json:"scripts"`
 		Workspaces     json.RawMessage   `json:"workspaces"`
 		Private        bool              `json:"private"`
+		Volta          struct {
+			Node string `json:"node"`
+		} `json:"volta"`
 	}
 	if err := json.Unmarshal(f.data, &pkg); err != nil {
 		line, msg := jsonError(f.data, err)
@@ -30,6 +33,9 @@ func minePackageJSON(f *file) {
 		"engines.node": pkg.Engines["node"], "engines.npm": pkg.Engines["npm"],
 		"workspaces": strings.Join(workspaceGlobs(pkg.Workspaces), ","),
 		"private":    strconv.FormatBool(pkg.Private),
+	}
+	if pkg.Volta.Node != "" {
+		facts["volta.node"] = pkg.Volta.Node
 	}
 	line := lines["name"]
 	f.add(KindPackageJSON, line, f.lineText(line), facts)

@@ -3,7 +3,6 @@ package eval
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -256,16 +255,6 @@ func slug(s string) string {
 		}
 		return '-'
 	}, s)
-}
-
-// WriteJSON writes the report as indented JSON.
-func (r *Report) WriteJSON(w io.Writer) error {
-	b, err := json.MarshalIndent(r, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding report: %w", err)
-	}
-	_, err = w.Write(append(b, '\n'))
-	return err
 }
 
 // WriteTable writes a Markdown table for people.

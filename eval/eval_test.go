@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/bootstrap-dev/bootstrap/fixtures"
+	"github.com/bootstrap-dev/bootstrap/plan"
 	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/synth"
 )
@@ -158,5 +159,54 @@ func TestLocalClones(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(src, ".bootstrap")); err == nil {
 			t.Errorf("%s was written to", src)
 		}
+	}
+}
+
+// TestPlanCorpus plans fixture repositories and checks them against an
+// expectation table: a row that agrees, one that differs in each column,
+// and a source no row names.
+func TestPlanCorpus(t *testing.T) {
+	roles := filepath.Join(t.TempDir(), "ci-roles")
+	shards := filepath.Join(t.TempDir(), "ci-shards")
+	for dir, name := range map[string]string{roles: "ci-roles", shards: "ci-shards"} {
+		if err := fixtures.Extract(name, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	table := "# expectations\n" +
+		"x/ci-roles\t.\tci.yml#test\t-\tnpm test\tnode=22\tnpm: npm ci\tlint.yml#markdown=lint\tthe suite\n" +
+		"x/ci-shards\t.\ttest.yml#other\tgo=1.22\tgo test ./...\tgo=1.22\t-\t-\twrong on purpose\n"
+	expect, err := ParseExpectations("plan.tsv", strings.NewReader(table))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(expect) != 2 || expect[0].Line != 2 || expect[1].Jobs[0] != "test.yml#other" {
+		t.Fatalf("parsed %+v", expect)
+	}
+	plain := filepath.Join(t.TempDir(), "unlisted")
+	if err := fixtures.Extract("go-module", plain); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := PlanCorpus(context.Background(), []Entry{{Source: roles}, {Source: shards}, {Source: plain}}, expect, plan.NewRules())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r0, r1, r2 := rep.Rows[0], rep.Rows[1], rep.Rows[2]
+	if !r0.Checked || !r0.JobOK || !r0.CellOK || !r0.VerifyOK || !r0.ToolchainOK || len(r0.Mismatch) != 0 {
+		t.Errorf("ci-roles row %+v", r0)
+	}
+	if !r1.Checked || r1.JobOK || r1.CellOK || r1.VerifyOK || r1.ToolchainOK || len(r1.Mismatch) != 3 {
+		t.Errorf("ci-shards row %+v", r1)
+	}
+	if r2.Checked || r2.Steps != 3 || r2.Error != "" {
+		t.Errorf("unlisted row %+v", r2)
+	}
+	var tbl bytes.Buffer
+	rep.WriteTable(&tbl)
+	if !strings.Contains(tbl.String(), "3 of 3 planned (exit 0); 3 within 25 steps; of 2 with an expectation: job 1, cell 1, verify 1, toolchain 1") {
+		t.Errorf("table:\n%s", tbl.String())
+	}
+	if _, err := ParseExpectations("bad.tsv", strings.NewReader("a\tb\n")); err == nil || !strings.Contains(err.Error(), "bad.tsv:1:") {
+		t.Errorf("short row: %v", err)
 	}
 }

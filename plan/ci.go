@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"path"
@@ -16,247 +17,740 @@ var (
 	expr       = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
 	secretRef  = regexp.MustCompile(`^secrets\.([A-Za-z_][A-Za-z0-9_]*)$`)
 	envRef     = regexp.MustCompile(`^env\.([A-Za-z_][A-Za-z0-9_]*)$`)
-	matrixRef  = regexp.MustCompile(`^matrix\.([A-Za-z0-9_-]+)$`)
+	matrixRef  = regexp.MustCompile(`^matrix\.([A-Za-z0-9_.-]+)$`)
+	inputRef   = regexp.MustCompile(`^(?:inputs|github\.event\.inputs)\.([A-Za-z0-9_-]+)$`)
 	releaseish = regexp.MustCompile(`(?i)release|publish|deploy`)
-	tagGuard   = regexp.MustCompile(`refs/tags|github\.event_name\s*==\s*'release'|startsWith\(github\.ref,\s*'refs/tags`)
+	tagGuard   = regexp.MustCompile(`refs/tags|github\.event_name\s*==\s*'(?:release|schedule|workflow_dispatch)'|startsWith\(github\.ref,\s*'refs/tags`)
 )
 
-// job identifies a CI job: a workflow file and a job id.
-type job struct{ workflow, id string }
-
-func jobOf(e discover.Evidence) job {
-	w := e.Facts["workflow"]
-	if w == "" {
-		w = e.Path
-	}
-	return job{w, e.Facts["job"]}
+// picked is a CI job the contract runs, with the matrix cell it runs under.
+type picked struct {
+	job     *ciJob
+	choice  choice
+	project string
 }
 
-// ci reads GitHub Actions and GitLab CI evidence: run steps become
-// candidates, setup steps toolchain specs, env entries env and secrets.
+// JobRole is how the planner read one CI job, for --explain and for
+// checking plans against expectations mechanically.
+type JobRole struct {
+	// Job is FILE#ID, FILE being the file that holds the job's steps.
+	Job  string `json:"job"`
+	Role string `json:"role"`
+	Why  string `json:"why"`
+	// Chosen is set for the jobs whose steps are the contract.
+	Chosen bool `json:"chosen,omitempty"`
+	// Cell is the matrix cell a chosen job runs under (key=value;...), with
+	// KEY=* for an axis every value of which runs in turn.
+	Cell string `json:"cell,omitempty"`
+	// Left says why a job is not in the contract.
+	Left     string `json:"left,omitempty"`
+	Evidence string `json:"evidence"`
+}
+
+// ci reads the CI jobs, gives each a role, chooses each project's test
+// job and turns the chosen jobs' steps into candidates.
 func (p *run) ci() {
 	p.ciSetup = map[string]setupSpec{}
-	p.keptJobs = map[string]bool{}
-	matrix := p.matrices()
-	for _, e := range p.res.Evidence {
-		switch e.Kind {
-		case discover.KindGHARun:
-			p.ghaRun(e, matrix)
-		case discover.KindGHAUses:
-			if why := p.jobSkip(e, matrix); why != "" {
-				continue
-			}
-			if isSetupAction(e.Facts["uses"]) {
-				continue // read as gha.setup evidence
-			}
-			p.skip("ci action", e.Facts["uses"], e, actionReason(e.Facts["uses"]))
-		case discover.KindGHASetup:
-			if p.jobSkip(e, matrix) != "" {
-				continue
-			}
-			tool := e.Facts["tool"]
-			if _, seen := p.ciSetup[tool]; seen || e.Facts["version"] == "" {
-				continue
-			}
-			v, why := p.expand(e.Facts["version"], matrix[jobOf(e)], false)
-			if why != "" {
-				p.skip("ci setup", e.Facts["version"], e, why)
-				continue
-			}
-			p.ciSetup[tool] = setupSpec{spec: v, ev: e}
-		case discover.KindGitLabScript:
-			p.gitlab(e)
-		}
+	jobs := p.ciJobs()
+	for _, j := range jobs {
+		p.assignRole(j)
 	}
-	p.ciEnv(matrix)
+	p.picked = p.selectJobs(jobs)
+	for _, pk := range p.picked {
+		p.planJob(pk)
+	}
+	p.ciEnv()
 }
 
-// matrices picks one entry of every job's matrix: for an OS axis the first
-// linux runner, for a version axis the newest version, else the first value.
-func (p *run) matrices() map[job]map[string]string {
-	out := map[job]map[string]string{}
-	p.tasks = map[job]map[string][]string{}
-	for _, e := range p.each(discover.KindGHAMatrix) {
-		j := jobOf(e)
-		var vals []string
-		for _, v := range strings.Split(e.Facts["values"], ",") {
-			if v = strings.TrimSpace(v); v != "" {
-				vals = append(vals, v)
-			}
-		}
-		if len(vals) == 0 {
+// jobCommands lists a job's commands with the directory each runs in,
+// once for each value its matrix gives them (deduplicated, in step order);
+// what only a runner knows stays as written.
+func (p *run) jobCommands(j *ciJob) []command {
+	all, err := cells(p.evalAxes(j))
+	if err != nil || len(all) == 0 {
+		all = []cell{{}}
+	}
+	var out []command
+	seen := map[string]bool{}
+	for _, s := range j.steps {
+		if s.ev.Kind == discover.KindGHAUses {
 			continue
 		}
-		choice, how := vals[0], "the first entry"
-		if len(vals) > 1 && !slices.ContainsFunc(vals, isOSName) {
-			if _, versions := newestSpec(vals); !versions {
-				if p.tasks[j] == nil {
-					p.tasks[j] = map[string][]string{}
-				}
-				p.tasks[j][e.Facts["key"]] = vals
-				how = "the first entry where the axis is not named in a run step; a step that names it runs once per entry, since each entry is part of the job's work"
+		for _, c := range all {
+			ctx := exprCtx{matrix: c, inputs: j.inputs, lenient: true, env: stepEnv(s.ev.Facts)}
+			if s.inputs != nil {
+				outer := ctx
+				ctx.inputs, ctx.parent = s.inputs, &outer
 			}
-		}
-		if slices.ContainsFunc(vals, isOSName) {
-			choice, how = "", "no linux runner in the matrix"
-			for _, v := range vals {
-				if isLinux(v) {
-					choice, how = v, "the first linux runner"
-					break
+			script, _ := p.expandWith(s.run(), ctx, true)
+			cwd, _ := p.expandWith(s.ev.Facts["working-directory"], ctx, false)
+			for _, cmd := range splitScript(script, joinCwd("", cwd), s.ev.Line) {
+				cmd.run, _ = unsudo(cmd.run)
+				if k := cmd.cwd + "\x00" + cmd.run; !seen[k] {
+					seen[k] = true
+					out = append(out, cmd)
 				}
 			}
-		} else if newest, ok := newestSpec(vals); ok {
-			choice, how = newest, "the newest version"
 		}
-		if out[j] == nil {
-			out[j] = map[string]string{}
-		}
-		out[j][e.Facts["key"]] = choice
-		p.decide("matrix", fmt.Sprintf("%s %s=%s", j.id, e.Facts["key"], choice), &e,
-			fmt.Sprintf("one deterministic entry of [%s]: %s", strings.Join(vals, ", "), how))
 	}
 	return out
 }
 
-func isOSName(v string) bool {
-	v = strings.ToLower(v)
-	return strings.Contains(v, "ubuntu") || strings.Contains(v, "linux") || strings.Contains(v, "windows") || strings.Contains(v, "macos")
+// jobText is what of a job says what work it does: its scripts and
+// directories (a matrix value that only reaches env configures the work).
+func (p *run) jobText(j *ciJob) string {
+	var b strings.Builder
+	for _, s := range j.steps {
+		b.WriteString(withInputsWritten(s.run(), j.inputs) + "\n" + s.ev.Facts["working-directory"] + "\n")
+	}
+	return b.String()
 }
 
-func isLinux(v string) bool {
-	v = strings.ToLower(v)
-	return strings.Contains(v, "ubuntu") || strings.Contains(v, "linux")
-}
-
-// newestSpec returns the highest of values that all read as versions
-// ("1.22", "20.x", "v18"); an alias for the newest release ("stable",
-// "latest") beats them all, and one for an older line ("oldstable",
-// "lts/*") is passed over.
-func newestSpec(vals []string) (string, bool) {
-	best, bestP := "", partial{}
-	alias := ""
-	for _, v := range vals {
-		switch strings.ToLower(v) {
-		case "stable", "latest", "node", "current":
-			alias = v
-			continue
-		case "oldstable", "lts/*":
+// testCommands are a job's commands that run tests, with their width:
+// 3 for the whole suite (./..., the test script or target), 2 for a named
+// part, 1 for anything narrower.
+func (p *run) testCommands(j *ciJob) ([]command, int) {
+	var out []command
+	width := 0
+	for _, c := range p.jobCommands(j) {
+		if p.scripts.of(c.run, c.cwd).kind != kindTest {
 			continue
 		}
-		p, err := parsePartial(strings.TrimPrefix(strings.TrimPrefix(v, "go"), "v"))
-		if err != nil || p.n == 0 {
-			return "", false
-		}
-		if best == "" || compareVersions(p.floor(), bestP.floor()) > 0 {
-			best, bestP = v, p
-		}
+		out = append(out, c)
+		width = max(width, p.testWidth(c))
 	}
-	if alias != "" {
-		return alias, true
-	}
-	return best, best != ""
+	return out, width
 }
 
-// jobSkip says why a whole job is left out, or "".
-func (p *run) jobSkip(e discover.Evidence, matrix map[job]map[string]string) string {
-	j := jobOf(e)
-	if name := strings.TrimSuffix(path.Base(j.workflow), path.Ext(j.workflow)); releaseish.MatchString(name) {
-		return fmt.Sprintf("workflow %q releases or deploys", path.Base(j.workflow))
+func (p *run) testWidth(c command) int {
+	w := words(c.run)
+	for len(w) > 1 && wrapper[w[0]] {
+		w = dropFlags(w[1:])
 	}
-	if releaseish.MatchString(j.id) {
-		return fmt.Sprintf("job %q releases or deploys", j.id)
+	if len(w) == 0 {
+		return 1
 	}
-	if co := p.otherCheckout(j); co != nil {
-		return fmt.Sprintf("job %q checks out %q (%s) beside the commit under test; a replay of one commit cannot compare revisions", j.id, co.Facts["with.ref"], co.Ref())
+	// Run inside one package of a project, it tests that package.
+	if proj := p.projectOf(c.cwd); c.cwd != "" && c.cwd != proj {
+		return 2
 	}
-	if ro := e.Facts["runs-on"]; ro != "" {
-		v, why := p.expand(ro, matrix[j], false)
-		if why != "" || (isOSName(v) && !isLinux(v)) || v == "" {
-			return fmt.Sprintf("job %q runs on %q, not on linux", j.id, ro)
+	tool := w[0][strings.LastIndexByte(w[0], '/')+1:]
+	args := w[1:]
+	switch tool {
+	case "go", "gotestsum":
+		if strings.Contains(c.run, "./...") {
+			return 3
 		}
+		return 2
+	case "nx", "turbo", "lerna":
+		switch {
+		case slices.Contains(args, "affected") || strings.Contains(c.run, "[origin") || strings.Contains(c.run, "--since"):
+			return 1 // what changed since another revision
+		case strings.Contains(c.run, "--filter") || strings.Contains(c.run, "--projects") || strings.Contains(c.run, "--scope") || strings.Contains(c.run, " -p "):
+			return 2 // named packages
+		case len(dropFlags(args)) > 0 && dropFlags(args)[0] != "run" && dropFlags(args)[0] != "run-many" && len(dropFlags(args)) > 1:
+			return 2 // nx TARGET PROJECT
+		}
+		return 3
+	case "make", "gmake":
+		targets, _ := makeTargets(args)
+		if len(targets) == 0 || slices.ContainsFunc(targets, wholeSuite) {
+			return 3
+		}
+		return 2
+	case "npm", "yarn", "pnpm", "bun", "task", "just", "rake":
+		for _, a := range args {
+			if strings.HasPrefix(a, "-") || a == "run" || a == "run-script" || isAssignment(a) {
+				continue
+			}
+			if wholeSuite(a) {
+				return 3
+			}
+			return 2
+		}
+		return 3 // the default target
+	}
+	return 2
+}
+
+// wholeSuite reports a script or target name for the whole test suite,
+// perhaps run in a particular way ("test", "test:ci", "gotest-with-cover",
+// "unit", "check"), rather than a named part ("test:auth", "test-e2e",
+// "test_aws").
+func wholeSuite(name string) bool {
+	tokens := strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+	if len(tokens) == 0 {
+		return false
+	}
+	sawTest := false
+	for _, t := range tokens {
+		switch {
+		case isTestToken(t) && t != "integration", t == "check", t == "t":
+			sawTest = true
+		case slices.Contains(howTokens, t):
+		default:
+			return false
+		}
+	}
+	return sawTest
+}
+
+// howTokens qualify how a suite runs, not which part of it.
+var howTokens = []string{"ci", "all", "cov", "cover", "coverage", "junit", "race", "full", "verbose", "with", "go", "short",
+	"report", "local", "run", "default", "unit", "units", "nocache", "quick", "serial", "parallel"}
+
+// selectJobs chooses, per project, the test job the contract is: the
+// test-role job that runs on linux for pushes or pull requests, the widest
+// first; jobs that only repeat it are alternatives; when every candidate
+// runs only a part, the parts together. Every other job is reported with
+// its role and why it was left out.
+func (p *run) selectJobs(jobs []*ciJob) []picked {
+	var cands []cand
+	left := map[*ciJob]string{}
+	for i, j := range jobs {
+		if why := p.ineligible(j); why != "" {
+			left[j] = why
+			continue
+		}
+		ch, err := p.chooseCell(j)
+		if err != nil {
+			left[j] = err.Error()
+			continue
+		}
+		tests, width := p.testCommands(j)
+		if len(tests) == 0 {
+			left[j] = "no step runs a test"
+			continue
+		}
+		cands = append(cands, cand{j, ch, tests, width, p.projectOf(tests[0].cwd), i})
+	}
+	less := func(a, b cand) int {
+		if a.width != b.width {
+			return b.width - a.width
+		}
+		// Among jobs that run the suite alike, the one that needs less: no
+		// credentials, no services; the one that guards pull requests; one
+		// that is not a coverage-report variant; then file order.
+		for _, f := range []func(cand) bool{
+			func(c cand) bool { return p.needsSecrets(c.j) },
+			func(c cand) bool { return c.j.fact("services") != "" },
+			func(c cand) bool { return !slices.Contains(c.j.triggers(), "pull_request") && !c.j.root().wf.gitlab },
+			nil, // the newest toolchain, as the version rule prefers
+			func(c cand) bool {
+				return slices.ContainsFunc([]string{"coverage", "cover", "codecov"}, func(w string) bool { return strings.Contains(strings.ToLower(c.j.id+" "+c.j.fact("name")), w) })
+			},
+		} {
+			if f == nil {
+				if va, vb := p.cellVersion(a), p.cellVersion(b); va != "" && vb != "" && va != vb {
+					return -compareExact(va, vb)
+				}
+				continue
+			}
+			if fa, fb := f(a), f(b); fa != fb {
+				if fa {
+					return 1
+				}
+				return -1
+			}
+		}
+		return cmp.Compare(a.order, b.order)
+	}
+	// No job is a test job: one named otherwise that runs ordinary test
+	// commands (an "e2e" job running npm test) is the best evidence left.
+	if len(cands) == 0 {
+		for i, j := range jobs {
+			if j.role != kindE2E || p.needsCluster(j) {
+				continue
+			}
+			if why := p.ineligibleAs(j, true); why != "" {
+				continue
+			}
+			ch, err := p.chooseCell(j)
+			tests, width := p.testCommands(j)
+			if err != nil || len(tests) == 0 {
+				continue
+			}
+			delete(left, j)
+			j.why += "; no job is a test job, and this one runs the project's test commands with no browser or cluster"
+			cands = append(cands, cand{j, ch, tests, width, p.projectOf(tests[0].cwd), i})
+		}
+	}
+	byProject := map[string][]cand{}
+	var projects []string
+	for _, c := range cands {
+		if _, ok := byProject[c.project]; !ok {
+			projects = append(projects, c.project)
+		}
+		byProject[c.project] = append(byProject[c.project], c)
+	}
+	var out []picked
+	chosen := map[*ciJob]bool{}
+	for _, proj := range projects {
+		cs := byProject[proj]
+		slices.SortStableFunc(cs, less)
+		best := cs[0]
+		take := []cand{best}
+		sig := func(c cand) string {
+			var rs []string
+			for _, t := range c.tests {
+				r, _ := p.expandWith(t.run, exprCtx{matrix: c.ch.cell, inputs: c.j.inputs, lenient: true}, true)
+				rs = append(rs, t.cwd+"\x00"+strings.Join(strings.Fields(r), " "))
+			}
+			return strings.Join(rs, "\n")
+		}
+		seen := map[string]*ciJob{sig(best): best.j}
+		for _, c := range cs[1:] {
+			s := sig(c)
+			if first, ok := seen[s]; ok {
+				left[c.j] = fmt.Sprintf("runs the same tests as %s, the chosen job; an alternative", first.ref())
+				continue
+			}
+			// A suite split across jobs: parts in the same workflow, run from
+			// the same directory (a job in a package of its own tests that
+			// package), none reaching a hosted service with credentials.
+			if best.width < 3 && c.width < 3 && len(take) < 4 && c.j.wf.path == best.j.wf.path && c.tests[0].cwd == best.tests[0].cwd && !p.needsSecrets(c.j) &&
+				!coveredBy(c, take, sig) && !p.needsBrowser(c.j) && subset(setupTools(c.j), setupTools(best.j)) {
+				seen[s] = c.j
+				take = append(take, c)
+				continue
+			}
+			if coveredBy(c, take, sig) {
+				left[c.j] = fmt.Sprintf("its tests are among those %s runs; an alternative", best.j.ref())
+				continue
+			}
+			left[c.j] = fmt.Sprintf("another test job; %s runs the wider suite (%s)", best.j.ref(), best.tests[0].run)
+		}
+		for _, c := range take {
+			chosen[c.j] = true
+			out = append(out, picked{job: c.j, choice: c.ch, project: proj})
+			why := "the widest test job of the project"
+			if len(take) > 1 {
+				why = fmt.Sprintf("one of %d test jobs that each run a part of the suite", len(take))
+			}
+			p.decide("ci job", c.j.ref(), &c.j.ev, fmt.Sprintf("role test (%s); %s at %s", c.j.why, why, projectName(proj)))
+			if c.j.matrix != nil || len(c.ch.whole) > 0 {
+				p.decide("matrix", c.j.ref()+" "+cellString(c.ch), matrixEvidence(c.j), "one real cell: "+orDefault(strings.Join(c.ch.why, "; "), "the only cell"))
+			}
+		}
+	}
+	for _, j := range jobs {
+		if chosen[j] {
+			continue
+		}
+		why := left[j]
+		if why == "" {
+			why = "not the test job"
+		}
+		p.skipJob(j, why)
+	}
+	return out
+}
+
+// cellVersion is the toolchain version a candidate's cell sets up, resolved.
+func (p *run) cellVersion(c cand) string {
+	ctx := exprCtx{matrix: c.ch.cell, inputs: c.j.inputs, missingEmpty: c.j.matrix != nil}
+	for _, s := range c.j.steps {
+		if s.setup == nil || (s.setup.Facts["tool"] != "go" && s.setup.Facts["tool"] != "node") {
+			continue
+		}
+		spec, why := p.expandWith(s.setup.Facts["version"], ctx, false)
+		if why != "" || spec == "" {
+			return ""
+		}
+		v, err := p.versions.Resolve(s.setup.Facts["tool"], spec)
+		if err != nil {
+			return ""
+		}
+		return v
 	}
 	return ""
+}
+
+// setupTools are the toolchains a job's setup actions install
+// (setup-node, setup-bun, denoland/setup-deno: node, bun, deno).
+func setupTools(j *ciJob) []string {
+	var out []string
+	for _, s := range j.steps {
+		a := strings.ToLower(strings.SplitN(s.uses(), "@", 2)[0])
+		if i := strings.Index(a, "setup-"); i >= 0 {
+			t := strings.TrimSuffix(a[i+len("setup-"):], "-action")
+			if !slices.Contains(out, t) {
+				out = append(out, t)
+			}
+		}
+	}
+	return out
+}
+
+func subset(a, b []string) bool {
+	return !slices.ContainsFunc(a, func(x string) bool { return !slices.Contains(b, x) })
+}
+
+// needsBrowser reports a job that drives a browser for its tests.
+func (p *run) needsBrowser(j *ciJob) bool {
+	text := strings.ToLower(j.id + " " + j.fact("name"))
+	for _, s := range j.steps {
+		text += " " + strings.ToLower(s.uses()+" "+s.ev.Facts["step"])
+	}
+	if strings.Contains(text, "browser") || strings.Contains(text, "chrome") || strings.Contains(text, "firefox") {
+		return true
+	}
+	for _, c := range p.jobCommands(j) {
+		w := words(c.run)
+		if len(w) > 0 && (w[0] == "karma" || w[0] == "wdio" || w[0] == "xvfb-run") {
+			return true
+		}
+	}
+	return false
+}
+
+// cand is a job that can be a project's test job.
+type cand struct {
+	j       *ciJob
+	ch      choice
+	tests   []command
+	width   int
+	project string
+	order   int
+}
+
+// coveredBy reports a job whose every test command a taken job runs too.
+func coveredBy(c cand, take []cand, sig func(cand) string) bool {
+	have := map[string]bool{}
+	for _, t := range take {
+		for _, l := range strings.Split(sig(t), "\n") {
+			have[l] = true
+		}
+	}
+	for _, l := range strings.Split(sig(c), "\n") {
+		if !have[l] {
+			return false
+		}
+	}
+	return true
+}
+
+// needsSecrets reports a job whose test steps read credentials (other
+// than the runner's own token): they reach a hosted service.
+func (p *run) needsSecrets(j *ciJob) bool {
+	for _, s := range j.steps {
+		if s.ev.Kind != discover.KindGHARun {
+			continue
+		}
+		test := false
+		for _, c := range splitScript(s.run(), "", s.ev.Line) {
+			if p.scripts.of(c.run, c.cwd).kind == kindTest {
+				test = true
+			}
+		}
+		if !test {
+			continue
+		}
+		for k, v := range s.ev.Facts {
+			if (k == "run" || strings.HasPrefix(k, "env.")) && strings.Contains(v, "secrets.") && !strings.Contains(v, "secrets.GITHUB_TOKEN") && !strings.Contains(v, "CODECOV") {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cellString names a choice as the expectation table does: key=value;...
+// with KEY=* for an axis run whole.
+func cellString(ch choice) string {
+	c := maps.Clone(ch.cell)
+	if c == nil {
+		c = cell{}
+	}
+	for k, v := range c {
+		if strings.HasPrefix(v, "{") {
+			delete(c, k) // an object value: its dotted keys name it
+		}
+	}
+	for k := range ch.whole {
+		c[k] = "*"
+	}
+	return c.String()
+}
+
+func matrixEvidence(j *ciJob) *discover.Evidence {
+	e := j.ev
+	if l := j.fact("matrix-line"); l != "" {
+		fmt.Sscan(l, &e.Line)
+	}
+	return &e
+}
+
+func projectName(root string) string {
+	if root == "." {
+		return "the repository root"
+	}
+	return root
+}
+
+// ineligible says why a job cannot be a project's test job, or "".
+func (p *run) ineligible(j *ciJob) string { return p.ineligibleAs(j, false) }
+
+func (p *run) ineligibleAs(j *ciJob, fallback bool) string {
+	if co := p.otherCheckout(j); co != nil {
+		return fmt.Sprintf("checks out %q (%s) beside the commit under test; a replay of one commit cannot compare revisions", co.Facts["with.ref"], co.Ref())
+	}
+	if j.role != kindTest && !fallback {
+		return fmt.Sprintf("role %s: %s", roleName(j.role), j.why)
+	}
+	if ok, why := j.onPushOrPR(); !ok {
+		return why
+	}
+	if c := j.cond(); tagGuard.MatchString(c) {
+		return fmt.Sprintf("runs only for tags, releases or by hand (if: %s)", c)
+	} else if c != "" && condFalse(c, exprCtx{inputs: j.inputs}) {
+		return fmt.Sprintf("its condition is false (if: %s)", c)
+	}
+	if v := j.fact("continue-on-error"); v == "true" {
+		return "its failures are allowed (continue-on-error), so it is not what the project holds itself to"
+	}
+	if j.fact("allow_failure") == "true" {
+		return "its failures are allowed (allow_failure)"
+	}
+	if u := j.fact("uses"); u != "" {
+		return fmt.Sprintf("calls the workflow %s, whose steps are not in this repository", u)
+	}
+	if j.matrixExpr != "" {
+		return fmt.Sprintf("its matrix is computed at run time (%s)", j.matrixExpr)
+	}
+	return ""
+}
+
+// skipJob reports a job left out, and each of its run steps.
+func (p *run) skipJob(j *ciJob, why string) {
+	p.out.Jobs = append(p.out.Jobs, JobRole{Job: j.ref(), Role: roleName(j.role), Why: j.why, Left: why, Evidence: j.ev.Ref()})
+	p.skip("ci job", j.ref(), j.ev, fmt.Sprintf("role %s (%s): %s", roleName(j.role), j.why, why))
+	for _, s := range j.steps {
+		if s.ev.Kind == discover.KindGHAUses {
+			continue
+		}
+		p.skip("ci step", s.run(), s.ev, fmt.Sprintf("job %s is left out (role %s)", j.ref(), roleName(j.role)))
+	}
 }
 
 // otherCheckout returns a checkout step of the job that names a fixed ref
 // ("master"), as an API-compatibility job does to build a baseline: its
 // steps work on two revisions. A ref from an expression is the commit
 // under test (a pull request's head) and does not count.
-func (p *run) otherCheckout(j job) *discover.Evidence {
-	for _, e := range p.each(discover.KindGHAUses) {
-		ref := e.Facts["with.ref"]
-		if jobOf(e) == j && strings.HasPrefix(e.Facts["uses"], "actions/checkout@") && ref != "" && !strings.Contains(ref, "${{") {
-			return &e
+func (p *run) otherCheckout(j *ciJob) *discover.Evidence {
+	for _, s := range j.steps {
+		ref := s.ev.Facts["with.ref"]
+		if strings.HasPrefix(s.uses(), "actions/checkout@") && ref != "" && !strings.Contains(ref, "${{") {
+			return &s.ev
 		}
 	}
 	return nil
 }
 
-func (p *run) ghaRun(e discover.Evidence, matrix map[job]map[string]string) {
-	j := jobOf(e)
-	if why := p.jobSkip(e, matrix); why != "" {
-		p.skip("ci step", e.Facts["run"], e, why)
-		return
-	}
-	if releaseish.MatchString(e.Facts["step"]) {
-		p.skip("ci step", e.Facts["run"], e, fmt.Sprintf("step %q releases or deploys", e.Facts["step"]))
-		return
-	}
-	if cond := e.Facts["if"]; tagGuard.MatchString(cond) {
-		p.skip("ci step", e.Facts["run"], e, fmt.Sprintf("runs only for tags or releases (if: %s)", cond))
-		return
-	}
-	kept := false
-	for _, m := range p.taskVariants(j, e, matrix[j]) {
-		if p.ghaScript(e, j, m) {
-			kept = true
+// planJob turns a chosen job's steps into candidates, in the job's order.
+func (p *run) planJob(pk picked) {
+	j := pk.job
+	cellS := cellString(pk.choice)
+	p.out.Jobs = append(p.out.Jobs, JobRole{Job: j.ref(), Role: roleName(j.role), Why: j.why, Chosen: true, Cell: cellS, Evidence: j.ev.Ref()})
+	base := exprCtx{matrix: pk.choice.cell, inputs: j.inputs, missingEmpty: j.matrix != nil, env: p.jobEnv(j)}
+	defer p.containerVersion(j, base)
+	for _, s := range j.steps {
+		ctx := base
+		if s.inputs != nil {
+			ctx.inputs = s.inputs
+			ctx.parent = &base
 		}
-	}
-	if kept {
-		p.keptJobs[j.workflow+"\x00"+j.id] = true
-		p.keptJobs[j.workflow+"\x00"] = true
-		for k, v := range e.Facts {
-			if name, ok := strings.CutPrefix(k, "env."); ok {
-				p.setEnv(name, v, e, matrix[j])
-			}
-		}
-	}
-}
-
-// taskVariants returns the matrix entries a run step runs under: the chosen
-// one, or one per combination of the task axes the step names.
-func (p *run) taskVariants(j job, e discover.Evidence, chosen map[string]string) []map[string]string {
-	variants := []map[string]string{chosen}
-	text := e.Facts["run"] + "\x00" + e.Facts["working-directory"]
-	for _, key := range slices.Sorted(maps.Keys(p.tasks[j])) {
-		if !strings.Contains(text, "matrix."+key) {
+		ctx.env = stepEnv(s.ev.Facts)
+		if s.ev.Kind == discover.KindGHAUses {
+			ctx.env = p.jobEnv(j) // discovery keeps env on run steps only
+			p.planUses(j, s, ctx)
 			continue
 		}
-		var next []map[string]string
-		for _, v := range variants {
-			for _, val := range p.tasks[j][key] {
-				m := maps.Clone(v)
-				m[key] = val
-				next = append(next, m)
-			}
+		if releaseish.MatchString(s.ev.Facts["step"]) {
+			p.skip("ci step", s.run(), s.ev, fmt.Sprintf("step %q releases or deploys", s.ev.Facts["step"]))
+			continue
 		}
-		variants = next
+		if cond := s.ev.Facts["if"]; tagGuard.MatchString(cond) {
+			p.skip("ci step", s.run(), s.ev, fmt.Sprintf("runs only for tags, releases or by hand (if: %s)", cond))
+			continue
+		}
+		for _, v := range variants(pk.choice, stepText(s, ctx)) {
+			vc := ctx
+			vc.matrix = v
+			if cond := s.ev.Facts["if"]; condFalse(cond, vc) {
+				p.skip("ci step", s.run(), s.ev, fmt.Sprintf("its condition is false for the chosen cell %s (if: %s)", v, cond))
+				continue
+			}
+			p.planScript(j, s, vc)
+		}
 	}
-	return variants
 }
 
-// ghaScript adds the commands of one run step under one matrix entry and
-// reports whether any was kept.
-func (p *run) ghaScript(e discover.Evidence, j job, m map[string]string) bool {
-	script, why := p.expand(e.Facts["run"], m, true)
+// stepText is what a step runs, with the inputs it reads written out.
+func stepText(s ciStep, ctx exprCtx) string {
+	return withInputsWritten(s.run(), ctx.inputs) + "\x00" + s.ev.Facts["working-directory"]
+}
+
+var inputExpr = regexp.MustCompile(`\$\{\{\s*inputs\.([A-Za-z0-9_-]+)\s*\}\}`)
+
+// withInputsWritten puts each ${{ inputs.X }}'s value, as the caller
+// wrote it, in its place: a caller's matrix reaches a reusable
+// workflow's steps this way.
+func withInputsWritten(s string, inputs map[string]string) string {
+	return inputExpr.ReplaceAllStringFunc(s, func(x string) string {
+		if v, ok := inputs[inputExpr.FindStringSubmatch(x)[1]]; ok {
+			return v
+		}
+		return x
+	})
+}
+
+// variants are the cells a step runs under: the chosen one, once per value
+// of each whole axis the step names.
+func variants(ch choice, text string) []cell {
+	out := []cell{ch.cell}
+	for _, k := range slices.Sorted(maps.Keys(ch.whole)) {
+		if !strings.Contains(text, "matrix."+k) {
+			continue
+		}
+		var next []cell
+		for _, c := range out {
+			for _, v := range ch.whole[k] {
+				d := maps.Clone(c)
+				if d == nil {
+					d = cell{}
+				}
+				d[k] = v
+				next = append(next, d)
+			}
+		}
+		out = next
+	}
+	return out
+}
+
+// planUses reads a uses step of a chosen job: a setup action's version,
+// else the reason the action is left out.
+func (p *run) planUses(j *ciJob, s ciStep, ctx exprCtx) {
+	if s.setup != nil {
+		tool := s.setup.Facts["tool"]
+		if _, seen := p.ciSetup[tool]; seen {
+			return
+		}
+		spec := s.setup.Facts["version"]
+		if spec == "" {
+			if vf := s.setup.Facts["version-file"]; vf != "" {
+				spec = p.versionFromFile(tool, vf)
+			}
+		}
+		if spec == "" {
+			return
+		}
+		v, why := p.expandWith(spec, ctx, false)
+		if why != "" {
+			p.skip("ci setup", spec, *s.setup, why)
+			return
+		}
+		p.ciSetup[tool] = setupSpec{spec: v, ev: *s.setup}
+		return
+	}
+	p.skip("ci action", s.uses(), s.ev, actionReason(s.uses()))
+}
+
+// containerVersion reads the toolchain a job's container image carries
+// (container: golang:1.22, GitLab image: node:20-bookworm) when no setup
+// action names one: the image is how that job gets its Go or Node.
+func (p *run) containerVersion(j *ciJob, ctx exprCtx) {
+	// A job that builds its toolchain itself often names the version in
+	// env (GO_VERSION: 1.25.8, NODE_VERSION: 22).
+	for _, tv := range []struct {
+		tool  string
+		names []string
+	}{{"go", []string{"GO_VERSION", "GOLANG_VERSION"}}, {"node", []string{"NODE_VERSION"}}} {
+		tool := tv.tool
+		if _, seen := p.ciSetup[tool]; seen {
+			continue
+		}
+		for _, n := range tv.names {
+			if v, why := p.expandWith(ctx.env[n], ctx, false); why == "" && v != "" && versionish([]string{v}) {
+				p.ciSetup[tool] = setupSpec{spec: v, ev: j.ev}
+				p.decide("ci env", n+"="+v, &j.ev, fmt.Sprintf("job %s names the %s version it uses in %s", j.ref(), tool, n))
+				break
+			}
+		}
+	}
+	img := j.fact("container")
+	if img == "" {
+		img = j.fact("image")
+	}
+	img, why := p.expandWith(img, ctx, false)
+	if img == "" || why != "" {
+		return
+	}
+	name, tag, ok := strings.Cut(img[strings.LastIndexByte(img, '/')+1:], ":")
+	if !ok {
+		return
+	}
+	tool := map[string]string{"golang": "go", "node": "node"}[name]
+	if tool == "" {
+		return
+	}
+	if _, seen := p.ciSetup[tool]; seen {
+		return
+	}
+	version, _, _ := strings.Cut(tag, "-") // 1.22-bookworm, 20-alpine
+	if version == "" || version == "latest" {
+		return
+	}
+	p.ciSetup[tool] = setupSpec{spec: version, ev: j.ev}
+	p.decide("ci container", img, &j.ev, fmt.Sprintf("job %s runs in the %s image, which brings %s %s", j.ref(), img, tool, version))
+}
+
+// versionFromFile reads the version a setup action's version file names:
+// go.mod's go line, a .nvmrc, .node-version or .go-version, package.json
+// engines or volta.
+func (p *run) versionFromFile(tool, file string) string {
+	file = path.Clean(strings.TrimPrefix(file, "./"))
+	for _, e := range p.res.Evidence {
+		if e.Path != file {
+			continue
+		}
+		switch e.Kind {
+		case discover.KindGoMod:
+			if t := e.Facts["toolchain"]; t != "" && t != "default" && t != "local" {
+				return t
+			}
+			return e.Facts["go"]
+		case discover.KindNodeVersionFile, discover.KindGoVersionFile:
+			return e.Facts["version"]
+		case discover.KindPackageJSON:
+			if v := e.Facts["volta.node"]; v != "" {
+				return v
+			}
+			return e.Facts["engines.node"]
+		case discover.KindToolVersions:
+			if t := e.Facts["tool"]; (tool == "node" && (t == "nodejs" || t == "node")) || (tool == "go" && (t == "golang" || t == "go")) {
+				return e.Facts["version"]
+			}
+		}
+	}
+	return ""
+}
+
+// planScript adds the commands of one run step under one cell.
+func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx) {
+	e := s.ev
+	secrets := map[string]bool{}
+	ctx.secrets = secrets
+	script, why := p.expandWith(e.Facts["run"], ctx, true)
 	if why != "" {
 		p.skip("ci step", e.Facts["run"], e, why)
-		return false
+		return
 	}
-	cwd, why := p.expand(e.Facts["working-directory"], m, false)
+	cwd, why := p.expandWith(e.Facts["working-directory"], ctx, false)
 	if why != "" {
 		p.skip("ci step", e.Facts["run"], e, "working-directory "+why)
-		return false
+		return
 	}
 	cwd = joinCwd("", cwd)
 	first := e.Line
@@ -264,80 +758,194 @@ func (p *run) ghaScript(e discover.Evidence, j job, m map[string]string) bool {
 	if strings.Contains(strings.TrimRight(e.Facts["run"], "\n"), "\n") {
 		first = e.Line + 1
 	}
+	prefix := p.cellEnv(e, ctx, j)
 	kept := false
 	for _, c := range splitScript(script, cwd, first) {
 		ref := discover.Evidence{Path: e.Path, Line: c.line}
+		run, sudo := unsudo(c.run)
 		if pk, ok := aptPackages(c.run); ok {
 			p.addPackages(pk, e, "CI installs them with apt on the runner")
 			p.skip("ci step", c.run, ref, "apt-get is not a step; its packages are system_packages")
 			continue
 		}
-		if why := hostedOnly(c.run); why != "" {
+		if why := localPackageInstall(c.run); why != "" {
 			p.skip("ci step", c.run, ref, why)
 			continue
 		}
-		stage := classify(c.run)
-		reason := fmt.Sprintf("CI job %q runs it", j.id)
-		if s := e.Facts["step"]; s != "" && !isDigits(s) {
-			if named, why := p.expand(s, m, false); why == "" {
-				s = named
-			}
-			reason = fmt.Sprintf("CI job %q runs it in step %q", j.id, s)
+		c.run = run
+		v := p.scripts.of(c.run, c.cwd)
+		if why := leftOut(v); why != "" {
+			p.skip("ci step", c.run, ref, why)
+			continue
 		}
-		p.add(c.run, c.cwd, stage, e, c.line, contract.SourceCI, 0.9, reason, tierCI)
+		reason := fmt.Sprintf("CI job %s runs it", j.ref())
+		if sudo {
+			reason = fmt.Sprintf("CI job %s runs it with sudo, which the contract drops (steps run unprivileged)", j.ref())
+		}
+		if n := e.Facts["step"]; n != "" && !isDigits(n) {
+			if named, why := p.expandWith(n, ctx, false); why == "" {
+				n = named
+			}
+			reason = fmt.Sprintf("CI job %s runs it in step %q", j.ref(), n)
+		}
+		if v.why != "" && v.kind == kindTest && !strings.HasPrefix(c.run, v.why) {
+			reason += " (" + v.why + ")"
+		}
+		p.addKind(prefix+c.run, c.cwd, v.kind, e, c.line, reason)
 		kept = true
 	}
-	return kept
+	if !kept {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(secrets)) {
+		p.declareSecret(name, e, "a kept step reads secrets."+name)
+	}
+	for _, k := range slices.Sorted(maps.Keys(e.Facts)) {
+		if name, ok := strings.CutPrefix(k, "env."); ok && !p.namesWhole(e.Facts[k], j) {
+			p.setEnv(name, e.Facts[k], e, ctx)
+		}
+	}
+}
+
+// namesWhole reports a value that names an axis run whole: it differs
+// from one run of the step to the next.
+func (p *run) namesWhole(v string, j *ciJob) bool {
+	for _, pk := range p.picked {
+		if pk.job != j {
+			continue
+		}
+		for k := range pk.choice.whole {
+			if strings.Contains(v, "matrix."+k) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cellEnv is the env assignments a step's matrix-valued env needs inline:
+// when a step runs once per value of an axis, each run sees its own value.
+func (p *run) cellEnv(e discover.Evidence, ctx exprCtx, j *ciJob) string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(e.Facts)) {
+		name, ok := strings.CutPrefix(k, "env.")
+		if !ok || !p.namesWhole(e.Facts[k], j) {
+			continue
+		}
+		if v, why := p.expandWith(e.Facts[k], ctx, false); why == "" {
+			out = append(out, name+"="+shellQuote(v)+" ")
+		}
+	}
+	return strings.Join(out, "")
+}
+
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@%+") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// addKind adds a kept command to the stage its kind belongs in.
+func (p *run) addKind(run, cwd string, k kind, ev discover.Evidence, line int, reason string) {
+	p.add(run, cwd, k.stage(), ev, line, contract.SourceCI, 0.9, reason, tierCI)
+}
+
+// leftOut says why a command of the chosen job stays out of the contract.
+func leftOut(v verdict) string {
+	switch v.kind {
+	case kindLint:
+		return "a lint or format check (" + v.why + "); checks are not verification, so the contract leaves them out"
+	case kindE2E:
+		return "an end-to-end run (" + v.why + "); it needs a browser, a cluster or a deployed service"
+	case kindBench:
+		return "a benchmark (" + v.why + "); timings are not a verdict"
+	case kindDocs:
+		return "builds documentation (" + v.why + ")"
+	case kindRelease:
+		return "release or publish tooling (" + v.why + ")"
+	case kindServe:
+		return "never exits (" + v.why + ")"
+	case kindHosted:
+		return v.why
+	}
+	return ""
+}
+
+// localPackageInstall says why a command installs a local package file
+// rather than packages by name, or "".
+func localPackageInstall(run string) string {
+	w := words(run)
+	if len(w) > 1 && (w[0] == "dpkg" || w[0] == "rpm") {
+		return "installs a local package file on the runner; packages are declared by name"
+	}
+	return ""
 }
 
 func isDigits(s string) bool { return strings.Trim(s, "0123456789") == "" }
 
-func (p *run) gitlab(e discover.Evidence) {
-	if releaseish.MatchString(e.Facts["job"]) || releaseish.MatchString(e.Facts["stage"]) {
-		p.skip("ci step", e.Facts["run"], e, fmt.Sprintf("GitLab job %q (stage %q) releases or deploys", e.Facts["job"], e.Facts["stage"]))
-		return
+// ciEnv declares the workflow and job env of the chosen jobs.
+func (p *run) ciEnv() {
+	chosen := map[string]bool{}
+	for _, pk := range p.picked {
+		for j := pk.job; j != nil; j = j.caller {
+			chosen[j.wf.path+"\x00"+j.id] = true
+			chosen[j.wf.path+"\x00"] = true
+		}
 	}
-	for _, c := range splitScript(e.Facts["run"], "", e.Line) {
-		if pk, ok := aptPackages(c.run); ok {
-			p.addPackages(pk, e, "CI installs them with apt on the runner")
+	for _, e := range p.each(discover.KindGHAEnv) {
+		id := e.Facts["job"]
+		if e.Facts["scope"] == "workflow" {
+			id = ""
+		}
+		if !chosen[e.Path+"\x00"+id] {
 			continue
 		}
-		if why := hostedOnly(c.run); why != "" {
-			p.skip("ci step", c.run, e, why)
+		var ctx exprCtx
+		for _, pk := range p.picked {
+			if pk.job.wf.path == e.Path {
+				ctx = exprCtx{matrix: pk.choice.cell, inputs: pk.job.inputs, missingEmpty: pk.job.matrix != nil}
+				break
+			}
+		}
+		if strings.Contains(e.Facts["value"], "matrix.") && !p.usedAnywhere(e.Facts["name"]) {
 			continue
 		}
-		p.add(c.run, c.cwd, classify(c.run), e, c.line, contract.SourceCI, 0.9,
-			fmt.Sprintf("GitLab CI job %q runs it", e.Facts["job"]), tierCI)
+		p.setEnv(e.Facts["name"], e.Facts["value"], e, ctx)
 	}
 }
 
-// ciEnv keeps workflow and job env of the jobs whose steps were kept.
-func (p *run) ciEnv(matrix map[job]map[string]string) {
-	for _, e := range p.each(discover.KindGHAEnv) {
-		j := jobOf(e)
-		if e.Facts["scope"] == "workflow" {
-			j.id = ""
+// usedAnywhere reports whether a kept step names the variable.
+func (p *run) usedAnywhere(name string) bool {
+	for _, c := range p.cands {
+		if strings.Contains(c.step.Run, "$"+name) || strings.Contains(c.step.Run, "${"+name) {
+			return true
 		}
-		if !p.keptJobs[j.workflow+"\x00"+j.id] {
-			continue
-		}
-		p.setEnv(e.Facts["name"], e.Facts["value"], e, matrix[jobOf(e)])
+	}
+	return false
+}
+
+func (p *run) declareSecret(name string, e discover.Evidence, reason string) {
+	if !p.secrets[name] {
+		p.secrets[name] = true
+		p.decide("secret", name, &e, reason+"; only the name is kept")
 	}
 }
 
 // setEnv declares a CI variable: a secret reference becomes a secret name,
 // a runner-only expression is left out, the first plain value wins.
-func (p *run) setEnv(name, value string, e discover.Evidence, m map[string]string) {
+func (p *run) setEnv(name, value string, e discover.Evidence, ctx exprCtx) {
 	if g := expr.FindStringSubmatch(value); g != nil {
 		if s := secretRef.FindStringSubmatch(g[1]); s != nil {
-			if !p.secrets[name] {
-				p.secrets[name] = true
-				p.decide("secret", name, &e, fmt.Sprintf("CI sets it from secrets.%s; only the name is kept", s[1]))
-			}
+			p.declareSecret(name, e, fmt.Sprintf("CI sets it from secrets.%s", s[1]))
 			return
 		}
 	}
-	v, why := p.expand(value, m, false)
+	if runnerPath.MatchString(value) {
+		p.skip("env", name+"="+value, e, "a path on the hosted runner")
+		return
+	}
+	v, why := p.expandWith(value, ctx, false)
 	if why != "" {
 		p.skip("env", name, e, why)
 		return
@@ -350,28 +958,81 @@ func (p *run) setEnv(name, value string, e discover.Evidence, m map[string]strin
 	}
 	p.env[name] = v
 	p.envFrom[name] = e.Ref()
-	p.use(e)
+	p.decide("env", name+"="+v, &e, "the chosen job sets it")
 }
 
-// expand replaces ${{ matrix.X }} with the chosen entry and, in scripts,
-// ${{ secrets.X }} and ${{ env.X }} with $X. Any other expression only a
-// hosted runner can evaluate; why says so.
-func (p *run) expand(s string, m map[string]string, script bool) (out, why string) {
+// runnerPath is a value naming the hosted runner's file system.
+var runnerPath = regexp.MustCompile(`/home/runner/|/Users/runner/|(?:^|[\s=:"'])[CD]:\\|/opt/hostedtoolcache`)
+
+// exprCtx is what ${{ }} expressions in a chosen job can read.
+type exprCtx struct {
+	matrix cell
+	inputs map[string]string
+	// missingEmpty makes a matrix key the cell lacks expand to "", as on
+	// GitHub; without a matrix such a reference is an error.
+	missingEmpty bool
+	// lenient leaves an expression it cannot evaluate in place, for
+	// reading a job's commands before a cell is chosen.
+	lenient bool
+	// secrets collects the secrets a script reads.
+	secrets map[string]bool
+	// depth counts inputs expanded inside inputs.
+	depth int
+	// env is the step's env as the workflow, job and step set it.
+	env map[string]string
+	// parent is the job's context around a composite action's steps,
+	// where the values of the action's inputs are evaluated.
+	parent *exprCtx
+}
+
+// jobEnv is the env the workflow and the job set, as a uses step sees it.
+func (p *run) jobEnv(j *ciJob) map[string]string {
+	out := map[string]string{}
+	for _, e := range p.each(discover.KindGHAEnv) {
+		if e.Path != j.wf.path || e.Facts["scope"] == "job" && e.Facts["job"] != j.id {
+			continue
+		}
+		if _, set := out[e.Facts["name"]]; !set || e.Facts["scope"] == "job" {
+			out[e.Facts["name"]] = e.Facts["value"]
+		}
+	}
+	return out
+}
+
+// stepEnv is a step's env.<NAME> facts.
+func stepEnv(facts map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range facts {
+		if n, ok := strings.CutPrefix(k, "env."); ok {
+			out[n] = v
+		}
+	}
+	return out
+}
+
+// expandWith replaces matrix, inputs, secrets and env references. Any
+// other expression only a hosted runner can evaluate; why says so.
+func (p *run) expandWith(s string, ctx exprCtx, script bool) (out, why string) {
 	out = expr.ReplaceAllStringFunc(s, func(x string) string {
 		inner := expr.FindStringSubmatch(x)[1]
-		if g := matrixRef.FindStringSubmatch(inner); g != nil {
-			if v, ok := m[g[1]]; ok {
-				return v
-			}
-		}
 		if script {
 			if g := secretRef.FindStringSubmatch(inner); g != nil {
-				p.secrets[g[1]] = true
+				if ctx.secrets != nil {
+					ctx.secrets[g[1]] = true
+				}
 				return "$" + g[1]
 			}
 			if g := envRef.FindStringSubmatch(inner); g != nil {
 				return "$" + g[1]
 			}
+		}
+		if v, err := evalExpr(inner, ctx); err == nil {
+			if _, unk := v.(unknown); !unk {
+				return exprString(v)
+			}
+		}
+		if ctx.lenient {
+			return x
 		}
 		if why == "" {
 			why = fmt.Sprintf("uses the expression %s, which only a hosted runner can evaluate", x)
@@ -379,6 +1040,22 @@ func (p *run) expand(s string, m map[string]string, script bool) (out, why strin
 		return x
 	})
 	return out, why
+}
+
+// condFalse reports an if: condition that is false under ctx; one that
+// reads what only a runner knows counts as true.
+func condFalse(cond string, ctx exprCtx) bool {
+	// "${{ a }} && b" joins a job's and a step's conditions.
+	cond = strings.TrimSpace(expr.ReplaceAllString(cond, "($1)"))
+	if cond == "" {
+		return false
+	}
+	v, err := evalExpr(cond, ctx)
+	if err != nil {
+		return false
+	}
+	_, unk := v.(unknown)
+	return !unk && !truthy(v)
 }
 
 func isSetupAction(uses string) bool {
@@ -389,6 +1066,8 @@ func isSetupAction(uses string) bool {
 func actionReason(uses string) string {
 	u := strings.ToLower(uses)
 	switch {
+	case isSetupAction(u):
+		return "a setup action; the contract declares its toolchains itself"
 	case strings.HasPrefix(u, "actions/checkout"):
 		return "the replay copies the repository at the commit itself"
 	case strings.Contains(u, "cache"):
@@ -398,7 +1077,7 @@ func actionReason(uses string) string {
 	case strings.Contains(u, "codecov") || strings.Contains(u, "coveralls"):
 		return "uploads coverage to a hosted service"
 	case strings.Contains(u, "lint") || strings.Contains(u, "eslint") || strings.Contains(u, "prettier"):
-		return "lint action; linters are not part of the setup contract"
+		return "a lint action; checks are not verification, so the contract leaves them out"
 	case strings.Contains(u, "docker/") || strings.Contains(u, "login"):
 		return "container registry login, build or push"
 	case releaseish.MatchString(u) || strings.Contains(u, "goreleaser"):

@@ -195,8 +195,8 @@ func hostedOnly(run string) string {
 	switch {
 	case githubVar.MatchString(run):
 		return "uses GitHub runner variables (GITHUB_*/RUNNER_*) that exist only on a hosted runner"
-	case strings.HasPrefix(strings.TrimSpace(run), "sudo "):
-		return "needs root; steps run unprivileged and system packages are declared instead"
+	case runnerPath.MatchString(run):
+		return "names a path on the hosted runner"
 	case tool == "apt-get" || tool == "apt" || tool == "brew" || tool == "choco" || tool == "winget":
 		return "host package manager; system packages are declared in the contract instead"
 	case linters[tool]:
@@ -248,12 +248,18 @@ func aptPackages(run string) ([]string, bool) {
 	}
 	var pkgs []string
 	for _, f := range strings.Fields(m[1]) {
-		if !strings.HasPrefix(f, "-") && !strings.ContainsAny(f, "$`") {
-			pkgs = append(pkgs, f)
+		name, _, _ := strings.Cut(f, "=") // pkg=version
+		// A local file (./x.deb), a glob or a variable is not a package
+		// name the archive can resolve.
+		if debName.MatchString(name) && !strings.HasSuffix(name, ".deb") {
+			pkgs = append(pkgs, name)
 		}
 	}
 	return pkgs, true
 }
+
+// debName is a Debian package name, optionally with an :arch qualifier.
+var debName = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(?::[a-z0-9-]+)?$`)
 
 // docTools are the programs a README command may start with to be taken
 // as a way to fetch, build or test this repository.

@@ -72,6 +72,16 @@ type defaulter struct {
 	root, cwd string
 }
 
+// makeTarget is the project's Makefile target of that name, or nil.
+func (d defaulter) makeTarget(name string) *discover.Evidence {
+	for _, e := range d.each(discover.KindMakeTarget) {
+		if makeDir(d.res, e.Path) == d.root && e.Facts["target"] == name {
+			return &e
+		}
+	}
+	return nil
+}
+
 // in returns the first evidence of a kind inside this project's directory.
 func (d defaulter) in(kind discover.Kind) *discover.Evidence {
 	for _, e := range d.each(kind) {
@@ -97,6 +107,12 @@ func (d defaulter) golang() {
 	}
 	d.step("go mod download", stageFetch, *ev, contract.SourceDefault, "Go default: download the modules go.mod requires while the network is on")
 	d.step("go build ./...", stageBuild, *ev, contract.SourceDefault, "Go default: compile every package of the module")
+	// The project's own test target says how its suite runs (tags,
+	// generated code, flags) better than the ecosystem's default does.
+	if t := d.makeTarget("test"); t != nil {
+		d.step("make test", stageVerify, *t, contract.SourceManifest, "the Makefile's test target is how the project runs its suite")
+		return
+	}
 	d.step("go test ./...", stageVerify, *ev, contract.SourceDefault, "Go default: run every package's tests")
 }
 

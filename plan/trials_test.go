@@ -41,8 +41,8 @@ func TestJobOnAnotherRevisionIsLeftOut(t *testing.T) {
 		ev(discover.KindGHASetup, ".github/workflows/tests.yaml", 17, "workflow", "tests.yaml", "job", "unit-tests", "runs-on", "ubuntu-latest", "tool", "go", "version", "1.20.x"),
 		ev(discover.KindGHARun, ".github/workflows/tests.yaml", 20, "workflow", "tests.yaml", "job", "unit-tests", "runs-on", "ubuntu-latest", "run", "go test -v ./...", "step", "3"))
 	out := explain(t, r)
-	wantRuns(t, out.Contract, "fetch: go mod download", "build: go build ./...", "verify: go test -v ./...")
-	if !hasSkip(out, "apidiff -w uuid.baseline .", `checks out "master"`) {
+	wantRuns(t, out.Contract, "fetch: go mod download", "verify: go test -v ./...")
+	if !hasSkip(out, "apidiff.yaml#compat", `checks out "master"`) {
 		t.Errorf("compat job not left out: %v", out.Skipped)
 	}
 	if v := out.Contract.Toolchain("go").Version; v != "1.20.14" {
@@ -78,13 +78,14 @@ func TestTaskAxisRunsEveryEntry(t *testing.T) {
 	r := result([]discover.Project{proj(".", "node")},
 		ev(discover.KindPackageJSON, "package.json", 1),
 		ev(discover.KindLockfile, "package-lock.json", 0, "manager", "npm", "format", "3"),
-		gha(discover.KindGHAMatrix, 8, "key", "node", "values", "18,20,22,24"),
-		gha(discover.KindGHAMatrix, 9, "key", "task", "values", "test:nodejs,test:edge"),
+		gha(discover.KindGHAJob, 6, "matrix-line", "8", "matrix", `{"axes":[{"key":"node","values":["18","20","22","24"]},{"key":"task","values":["test:nodejs","test:edge"]}]}`),
+		ev(discover.KindPackageScript, "package.json", 5, "name", "test:nodejs", "command", "jest"),
+		ev(discover.KindPackageScript, "package.json", 6, "name", "test:edge", "command", "jest --env edge"),
 		gha(discover.KindGHARun, 15, "run", "npm ci", "step", "1"),
 		gha(discover.KindGHARun, 16, "run", "npm run ${{ matrix.task }}", "step", "Run `${{ matrix.task }}`"))
 	out := explain(t, r)
 	wantRuns(t, out.Contract, "fetch: npm ci", "verify: npm run test:nodejs", "verify: npm run test:edge")
-	if st := out.Contract.Stages[1].Steps[1]; st.Reason != `CI job "test" runs it in step "Run `+"`test:edge`"+`"` {
+	if st := out.Contract.Stages[1].Steps[1]; st.Reason != `CI job ci.yml#test runs it in step "Run `+"`test:edge`"+`" (the test:edge script: jest is a test tool)` {
 		t.Errorf("reason = %q", st.Reason)
 	}
 }

@@ -2,19 +2,22 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bootstrap-dev/bootstrap/eval"
+	"github.com/bootstrap-dev/bootstrap/plan"
 	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/synth"
 )
 
 func newEval() *cobra.Command {
 	var f synthFlags
-	var work, out string
+	var work, out, expect string
+	var planOnly bool
 	cmd := &cobra.Command{
 		Use:   "eval [flags] CORPUS",
 		Short: "Run synth over a corpus of repositories and report how each fared",
@@ -39,6 +42,9 @@ contract, traces and the synth summary.`,
 			file.Close()
 			if err != nil {
 				return err
+			}
+			if planOnly || expect != "" {
+				return planCorpus(cmd, entries, expect, out)
 			}
 			if work == "" {
 				if work, err = os.MkdirTemp("", "bootstrap-eval-"); err != nil {
@@ -66,12 +72,7 @@ contract, traces and the synth summary.`,
 			rep.WriteTable(cmd.OutOrStdout())
 			fmt.Fprintf(cmd.ErrOrStderr(), "copies, contracts and traces are in %s\n", work)
 			if out != "" {
-				w, err := os.Create(out)
-				if err != nil {
-					return err
-				}
-				defer w.Close()
-				if err := rep.WriteJSON(w); err != nil {
+				if err := writeJSON(out, rep); err != nil {
 					return err
 				}
 			}
@@ -81,5 +82,38 @@ contract, traces and the synth summary.`,
 	f.register(cmd, "per repository")
 	cmd.Flags().StringVar(&work, "work", "", "where the copies go (default: a new temporary directory)")
 	cmd.Flags().StringVar(&out, "json", "", "also write the full report as JSON to this file")
+	cmd.Flags().BoolVar(&planOnly, "plan-only", false, "only discover and plan each repository (offline, no engine) and report the chosen jobs and commands")
+	cmd.Flags().StringVar(&expect, "expect", "", "with --plan-only: check each plan against this table of expected jobs, cells, verify commands and toolchains")
 	return cmd
+}
+
+// planCorpus is eval --plan-only: the planner alone over the corpus.
+func planCorpus(cmd *cobra.Command, entries []eval.Entry, expectFile, out string) error {
+	var expect []eval.Expectation
+	if expectFile != "" {
+		var err error
+		if expect, err = eval.ReadExpectations(expectFile); err != nil {
+			return err
+		}
+	}
+	rep, err := eval.PlanCorpus(cmd.Context(), entries, expect, plan.NewRules())
+	rep.WriteTable(cmd.OutOrStdout())
+	if out != "" {
+		if werr := writeJSON(out, rep); werr != nil {
+			return werr
+		}
+	}
+	return err
+}
+
+// writeJSON writes v as indented JSON to file.
+func writeJSON(file string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding report: %w", err)
+	}
+	if err := os.WriteFile(file, append(b, '\n'), 0o644); err != nil {
+		return fmt.Errorf("writing report: %w", err)
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -14,7 +15,7 @@ import (
 
 func newPlan() *cobra.Command {
 	var rev, out string
-	var explain bool
+	var explain, asJSON bool
 	cmd := &cobra.Command{
 		Use:   "plan [--rev REV] [-o FILE] [PATH]",
 		Short: "Draft a contract from the repository's evidence, offline",
@@ -37,14 +38,24 @@ the same bytes.`,
 			if out == "" {
 				out = filepath.Join(dir, contract.Dir, contract.File)
 			}
-			if err := writeContract(cmd.OutOrStdout(), out, p.Contract); err != nil {
-				return err
+			// With --json the contract is in the JSON; "-o -" then writes
+			// nothing else to stdout.
+			if !(asJSON && out == "-") {
+				if err := writeContract(cmd.OutOrStdout(), out, p.Contract); err != nil {
+					return err
+				}
 			}
 			w := cmd.ErrOrStderr()
 			if out != "-" {
 				fmt.Fprintf(w, "wrote %s (%d stages, %d steps)\n", out, len(p.Contract.Stages), stepCount(p.Contract))
 			}
-			if explain {
+			if asJSON {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if err := enc.Encode(p); err != nil {
+					return err
+				}
+			} else if explain {
 				printDecisions(w, p)
 			} else if len(p.Skipped) > 0 && out != "-" {
 				fmt.Fprintf(w, "%d piece(s) of evidence left out; --explain says why\n", len(p.Skipped))
@@ -58,6 +69,7 @@ the same bytes.`,
 	cmd.Flags().StringVar(&rev, "rev", "", "plan from this git revision instead of the working tree")
 	cmd.Flags().StringVarP(&out, "output", "o", "", `write the contract here ("-" for stdout)`)
 	cmd.Flags().BoolVar(&explain, "explain", false, "print every decision and every piece of evidence left out, with reasons")
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan (contract, decisions, evidence left out, CI jobs and their roles) as JSON on stdout")
 	return cmd
 }
 
