@@ -23,10 +23,13 @@ type Contract struct {
 	Platform string `yaml:"platform" json:"platform"`
 	Base     Image  `yaml:"base" json:"base"`
 	// User is the account the steps run as; "root" must be declared explicitly.
-	User           string            `yaml:"user" json:"user"`
-	Toolchains     []Toolchain       `yaml:"toolchains,omitempty" json:"toolchains,omitempty"`
-	SystemPackages []string          `yaml:"system_packages,omitempty" json:"system_packages,omitempty"`
-	Env            map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	User           string      `yaml:"user" json:"user"`
+	Toolchains     []Toolchain `yaml:"toolchains,omitempty" json:"toolchains,omitempty"`
+	SystemPackages []string    `yaml:"system_packages,omitempty" json:"system_packages,omitempty"`
+	// Archive is the Debian archive the system packages were resolved
+	// against, when a repair looked a file up in its Contents lists.
+	Archive *Archive          `yaml:"archive,omitempty" json:"archive,omitempty"`
+	Env     map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
 	// Secrets are names only: values come from the caller's environment at
 	// replay time and are never written anywhere.
 	Secrets    []string      `yaml:"secrets,omitempty" json:"secrets,omitempty"`
@@ -41,6 +44,13 @@ type Contract struct {
 type Image struct {
 	Image  string `yaml:"image" json:"image"`
 	Digest string `yaml:"digest,omitempty" json:"digest,omitempty"`
+}
+
+// Archive names a Debian suite and pins the Release file (by sha256) whose
+// Contents lists resolved the contract's package names.
+type Archive struct {
+	Suite   string `yaml:"suite" json:"suite"`
+	Release string `yaml:"release" json:"release"`
 }
 
 // Toolchain is a language toolchain fetched as a content-addressed input.
@@ -175,6 +185,10 @@ func (c *Contract) Clone() *Contract {
 	n.Quarantine = append([]Quarantined(nil), c.Quarantine...)
 	n.Env = cloneMap(c.Env)
 	n.Inputs = cloneMap(c.Inputs)
+	if c.Archive != nil {
+		a := *c.Archive
+		n.Archive = &a
+	}
 	n.Stages = make([]Stage, len(c.Stages))
 	for i, s := range c.Stages {
 		s.Steps = append([]Step(nil), s.Steps...)

@@ -16,6 +16,7 @@ func sample() *Contract {
 		User:           "builder",
 		Toolchains:     []Toolchain{{Name: "go", Version: "1.22.5", Source: "golang.org/toolchain@v0.0.1-go1.22.5.linux-amd64"}},
 		SystemPackages: []string{"gcc", "libc6-dev"},
+		Archive:        &Archive{Suite: "bookworm", Release: "sha256:" + strings.Repeat("c", 64)},
 		Env:            map[string]string{"CGO_ENABLED": "1", "A": "x"},
 		Secrets:        []string{"NPM_TOKEN"},
 		Stages: []Stage{
@@ -89,6 +90,11 @@ func TestValidateInMemory(t *testing.T) {
 	if err := Validate(sample()); err != nil {
 		t.Fatal(err)
 	}
+	c = sample()
+	c.Archive.Release = "md5:x"
+	if err := Validate(c); err == nil || !strings.Contains(err.Error(), "archive.release: must be sha256") {
+		t.Errorf("a bad archive digest: %v", err)
+	}
 }
 
 func TestCloneIsDeep(t *testing.T) {
@@ -96,7 +102,8 @@ func TestCloneIsDeep(t *testing.T) {
 	b := a.Clone()
 	b.Stages[0].Steps[0].Run = "changed"
 	b.Env["A"] = "y"
-	if a.Stages[0].Steps[0].Run == "changed" || a.Env["A"] == "y" {
+	b.Archive.Suite = "trixie"
+	if a.Stages[0].Steps[0].Run == "changed" || a.Env["A"] == "y" || a.Archive.Suite != "bookworm" {
 		t.Fatal("Clone shares memory with the original")
 	}
 }

@@ -270,6 +270,14 @@ func (v *validator) contract(c *Contract) {
 		}
 	}
 	v.unique("system_packages", c.SystemPackages, debPkgRe, "a Debian package name")
+	if a := c.Archive; a != nil {
+		if !suiteRe.MatchString(a.Suite) {
+			v.fail("archive.suite", "must be a Debian suite name, got %q", a.Suite)
+		}
+		if !sha256Re.MatchString(a.Release) {
+			v.fail("archive.release", "must be sha256:<64 hex>, got %q", a.Release)
+		}
+	}
 	for k := range c.Env {
 		if !identRe.MatchString(k) {
 			v.fail("env."+k, "%q is not a valid variable name", k)
@@ -303,6 +311,8 @@ func (v *validator) contract(c *Contract) {
 		}
 	}
 }
+
+var suiteRe = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 
 func (v *validator) unique(field string, list []string, re *regexp.Regexp, what string) {
 	seen := map[string]bool{}

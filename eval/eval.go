@@ -67,15 +67,18 @@ type Synthesize func(ctx context.Context, dir, rev string) (*synth.Outcome, erro
 
 // Row is how one repository fared.
 type Row struct {
-	Source    string   `json:"source"`
-	Rev       string   `json:"rev,omitempty"`
-	Verified  bool     `json:"verified"`
-	Attempts  int      `json:"attempts"`
-	Seconds   float64  `json:"seconds"`
-	Tokens    int      `json:"tokens"`
-	Repairs   []string `json:"repairs,omitempty"` // rules of accepted deltas, in order
-	Rejected  int      `json:"rejected"`
-	Diagnosis string   `json:"diagnosis,omitempty"`
+	Source   string   `json:"source"`
+	Rev      string   `json:"rev,omitempty"`
+	Verified bool     `json:"verified"`
+	Attempts int      `json:"attempts"`
+	Seconds  float64  `json:"seconds"`
+	Tokens   int      `json:"tokens"`
+	Repairs  []string `json:"repairs,omitempty"` // rules of accepted deltas, in order
+	Rejected int      `json:"rejected"`
+	// Class is the failure class of the last attempt, what stopped the
+	// loop ("" when verified).
+	Class     string `json:"class,omitempty"`
+	Diagnosis string `json:"diagnosis,omitempty"`
 	// Error is set when synth could not run at all (clone failed, engine gone).
 	Error string `json:"error,omitempty"`
 	// Dir is the copy synth worked on; its .bootstrap holds contract and traces.
@@ -110,6 +113,9 @@ func Run(ctx context.Context, entries []Entry, work string, fn Synthesize, progr
 		row.Seconds = time.Since(start).Seconds()
 		if o != nil {
 			row.Verified, row.Attempts, row.Tokens, row.Diagnosis = o.Verified, len(o.Attempts), o.Tokens, o.Diagnosis
+			if n := len(o.Attempts); n > 0 && !o.Verified && o.Attempts[n-1] != nil && o.Attempts[n-1].Failure != nil {
+				row.Class = string(o.Attempts[n-1].Failure.Class)
+			}
 			for _, d := range o.Deltas {
 				if d.Accepted {
 					row.Repairs = append(row.Repairs, d.Rule)
@@ -259,13 +265,13 @@ func slug(s string) string {
 
 // WriteTable writes a Markdown table for people.
 func (r *Report) WriteTable(w io.Writer) {
-	fmt.Fprintf(w, "| repository | verified | replays | seconds | tokens | repairs | diagnosis |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| repository | verified | replays | seconds | tokens | repairs | stopped by | diagnosis |\n|---|---|---|---|---|---|---|---|\n")
 	for _, row := range r.Rows {
 		note := row.Diagnosis
 		if row.Error != "" && note == "" {
 			note = row.Error
 		}
-		fmt.Fprintf(w, "| %s | %v | %d | %.0f | %d | %s | %s |\n", row.Source, row.Verified, row.Attempts, row.Seconds, row.Tokens, strings.Join(row.Repairs, ", "), strings.ReplaceAll(note, "|", "\\|"))
+		fmt.Fprintf(w, "| %s | %v | %d | %.0f | %d | %s | %s | %s |\n", row.Source, row.Verified, row.Attempts, row.Seconds, row.Tokens, strings.Join(row.Repairs, ", "), row.Class, strings.ReplaceAll(note, "|", "\\|"))
 	}
 	fmt.Fprintf(w, "\n%d of %d verified, %d LLM token(s)\n", r.Verified, r.Total, r.Tokens)
 }

@@ -257,7 +257,7 @@ func (s *scripts) kindAt(run, dir string, depth int) verdict {
 			return verdict{kindTest, fmt.Sprintf("%s runs the script %s", tool, rest[1])}
 		}
 	}
-	if k, ok := nameKind(strings.TrimSuffix(strings.TrimSuffix(tool, ".sh"), ".bash")); ok && strings.ContainsAny(w[0], "/.") {
+	if k, ok := scriptNameKind(strings.TrimSuffix(strings.TrimSuffix(tool, ".sh"), ".bash")); ok && strings.ContainsAny(w[0], "/.") {
 		return verdict{k, "a script named for " + k.String()}
 	}
 	return verdict{kindBuild, ""}
@@ -385,7 +385,7 @@ func (s *scripts) target(tool string, args []string, dir string, depth int) verd
 	var vs []verdict
 	for _, t := range targets {
 		v := verdict{kindBuild, ""}
-		if k, ok := nameKind(t); ok {
+		if k, ok := scriptNameKind(t); ok {
 			v = verdict{k, "the target " + t + " is named for " + k.String()}
 		}
 		if recipe, ok := s.make[key][t]; ok && depth < maxDepth && strings.TrimSpace(recipe) != "" {
@@ -710,6 +710,16 @@ func nameKind(name string) (kind, bool) {
 	return kindBuild, false
 }
 
+// scriptNameKind reads the name of a make target or a script file, where
+// "check" means the tests (make check is the autotools test target; a
+// check.sh checks the program), unlike a package script's "check".
+func scriptNameKind(name string) (kind, bool) {
+	if n := strings.ToLower(name); n == "check" || n == "checks" {
+		return kindTest, true
+	}
+	return nameKind(name)
+}
+
 // isTestToken is a word of a name that says it tests: test, tests, unit,
 // spec, coverage, integration, fuzz, or a word built on test ("gotest",
 // "unittest", "runtests"; not "latest").
@@ -731,4 +741,17 @@ func orDefault(s, d string) string {
 		return d
 	}
 	return s
+}
+
+// CommandKind says what a command does, read from the command alone (no
+// package script or make target is followed): "fetch", "tool" (a fetch
+// that installs a program), "build", "test", "lint", "e2e", "benchmark",
+// "docs", "release", "watch or server" or "hosted runner only". The
+// repair loop uses it to keep test commands out of what it may drop.
+func CommandKind(run string) string {
+	if isToolInstall(run) {
+		return "tool"
+	}
+	s := &scripts{pkg: map[string]map[string]string{}, make: map[string]map[string]string{}}
+	return s.of(run, "").kind.String()
 }

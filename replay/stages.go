@@ -84,6 +84,9 @@ func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut 
 	if strongest {
 		rep = results.Parse(all)
 		x.tests = append(x.tests, rep.Tests...)
+		if f != nil && !timedOut && !res.OOMKilled {
+			f = fromReport(f, rep)
+		}
 		if f != nil && !timedOut && excused(x.stepRun(stage, n), rep, x.contract.Quarantine) {
 			e.Message = fmt.Sprintf("every failing test (%d) is quarantined; the step passes", rep.Failed)
 			f = nil
@@ -100,6 +103,41 @@ func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut 
 		x.counts = x.counts.add(rep)
 	}
 	return f == nil
+}
+
+// fromReport decides a test step's failure from the runner's own report
+// first: when it names failed tests, their output says why (a network
+// error in it is still a network need), and a line elsewhere in the log,
+// such as a passing test's name, decides nothing.
+func fromReport(f *traces.Failure, rep results.Report) *traces.Failure {
+	var out []byte
+	var first string
+	for _, t := range rep.Tests {
+		if t.Status != results.Failed {
+			continue
+		}
+		if first == "" {
+			first = strings.TrimPrefix(t.Package+" "+t.Name, " ")
+		}
+		out = append(out, t.Output...)
+		out = append(out, '\n')
+	}
+	if first == "" {
+		return f
+	}
+	if g := traces.Classify(1, false, false, out); g != nil && g.Class != traces.Unknown {
+		return g
+	}
+	g := &traces.Failure{Class: traces.TestFailure, Subject: first}
+	for _, l := range strings.Split(string(out), "\n") {
+		if l = strings.TrimSpace(l); l != "" && len(g.Lines) < 5 {
+			g.Lines = append(g.Lines, l)
+		}
+	}
+	if len(g.Lines) == 0 {
+		g.Lines = f.Lines
+	}
+	return g
 }
 
 // excused reports whether a failed test step failed only through tests the

@@ -41,8 +41,10 @@ type Op struct {
 // OpKind names an edit.
 type OpKind string
 
-// The edits a delta may make. There is deliberately no op that deletes a
-// step or a stage: verification may only grow.
+// The edits a delta may make. Verification may only grow: no op deletes a
+// stage, and the one that deletes a step (remove-step) is the drop-step
+// rule's alone, for a step outside the strongest stage that runs no test
+// (the sanity check holds it to that).
 const (
 	AddSystemPackage OpKind = "add-system-package" // Name
 	SetToolchain     OpKind = "set-toolchain"      // Name, Value (exact version); adds it when absent
@@ -53,6 +55,8 @@ const (
 	InsertStep       OpKind = "insert-step"        // Stage (created as a fetch stage if absent and named fetch), Index, Step
 	ReplaceStep      OpKind = "replace-step"       // Stage, Index, Step
 	Quarantine       OpKind = "quarantine"         // Test
+	SetArchive       OpKind = "set-archive"        // Name (suite), Value (Release sha256): what resolved the packages
+	RemoveStep       OpKind = "remove-step"        // Stage, Index
 )
 
 // Apply returns a copy of c with d's ops applied in order; c is untouched.
@@ -98,6 +102,8 @@ func apply(c *contract.Contract, op Op) error {
 		c.Env[op.Name] = op.Value
 	case SetUser:
 		c.User = op.Name
+	case SetArchive:
+		c.Archive = &contract.Archive{Suite: op.Name, Release: op.Value}
 	case SetCwd, SetTimeout, ReplaceStep:
 		st, err := step(c, op.Stage, op.Index)
 		if err != nil {
@@ -117,6 +123,15 @@ func apply(c *contract.Contract, op Op) error {
 				return errors.New("no step given")
 			}
 			*st = *op.Step
+		}
+	case RemoveStep:
+		si := stageIndex(c, op.Stage)
+		if _, err := step(c, op.Stage, op.Index); err != nil {
+			return err
+		}
+		c.Stages[si].Steps = slices.Delete(c.Stages[si].Steps, op.Index, op.Index+1)
+		if len(c.Stages[si].Steps) == 0 {
+			c.Stages = slices.Delete(c.Stages, si, si+1)
 		}
 	case InsertStep:
 		if op.Step == nil {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/bootstrap-dev/bootstrap/contents"
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/discover"
 	"github.com/bootstrap-dev/bootstrap/fixtures"
@@ -191,7 +192,11 @@ func synthesize(t *testing.T, e *docker.Engine, name string) e2eRun {
 	v := &synth.Replayer{Warm: warm, Cold: cold, Snapshot: snap, RunsDir: filepath.Join(t.TempDir(), "runs")}
 
 	start := time.Now()
-	out, err := synth.New(v, synth.WithResolver(plan.NewRules().Resolve), synth.WithProgress(logWriter{t})).Run(ctx, draft, ev)
+	ix, err := contents.LoadFile(filepath.Join("..", "contents", "testdata", "Contents-excerpt"), "bookworm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := synth.New(v, synth.WithResolver(plan.NewRules().Resolve), synth.WithPackages(ix), synth.WithProgress(logWriter{t})).Run(ctx, draft, ev)
 	wall := time.Since(start)
 	if err != nil {
 		t.Fatalf("synth %s: %v", name, err)
@@ -464,6 +469,41 @@ func TestE2ESynth(t *testing.T) {
 					t.Fatalf("node toolchain %+v, want a pinned one", n)
 				}
 				wantPassed(t, r.out, "joins words with hyphens", "drops accents", "trims separators")
+			},
+		},
+		{
+			fixture: "synth-drop-step", verified: true, rules: []string{"drop-step"},
+			// the badge step fails on a program nothing provides; dropped, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if !slices.ContainsFunc(r.draft.Stages, func(s contract.Stage) bool {
+					return slices.ContainsFunc(s.Steps, func(st contract.Step) bool { return st.Run == "./scripts/render-badges.sh" })
+				}) {
+					t.Fatal("the draft has no badge step; the fixture tests nothing")
+				}
+				for _, s := range r.out.Contract.Stages {
+					for _, st := range s.Steps {
+						if st.Run == "./scripts/render-badges.sh" {
+							t.Fatalf("the badge step survived in %s", s.Name)
+						}
+					}
+				}
+				wantPassed(t, r.out, "TestStars")
+			},
+		},
+		{
+			fixture: "synth-dependency-unavailable", verified: false, rules: []string{},
+			// the fetch fails on a module the proxy does not serve: stop at once
+			attempts: 1,
+			check: func(t *testing.T, r e2eRun) {
+				d := r.out.Diagnosis
+				a := r.out.Attempts[0]
+				if a.Failure == nil || a.Failure.Class != traces.DependencyUnavailable {
+					t.Fatalf("failure %+v, want dependency-unavailable", a.Failure)
+				}
+				if !strings.Contains(d, "github.com/bootstrap-dev-fixtures/no-such-module@v0.0.1") || !strings.Contains(d, "proxy.golang.org") || !strings.Contains(d, "not available") {
+					t.Fatalf("diagnosis %q does not name the module, version and proxy", d)
+				}
 			},
 		},
 		{

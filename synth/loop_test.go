@@ -39,7 +39,7 @@ func TestLoopRepairsThenConfirmsCold(t *testing.T) {
 		}
 		return pass(results.Test{Name: "TestA", Status: results.Passed})
 	}}
-	out, err := New(sim, WithResolver(resolve)).Run(context.Background(), draft(), nil)
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t))).Run(context.Background(), draft(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +67,7 @@ func TestLoopQuarantinesFlakyTest(t *testing.T) {
 		}
 		return fail("verify", traces.TestFailure, "--- FAIL: TestFlaky (0.00s)", tests...)
 	}}
-	out, err := New(sim, WithResolver(resolve)).Run(context.Background(), draft(), nil)
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t))).Run(context.Background(), draft(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestLoopDiagnosesRealTestFailure(t *testing.T) {
 	sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
 		return fail("verify", traces.TestFailure, "--- FAIL: TestBroken (0.00s)", results.Test{Package: "p", Name: "TestBroken", Status: results.Failed})
 	}}
-	out, err := New(sim, WithResolver(resolve)).Run(context.Background(), draft(), nil)
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t))).Run(context.Background(), draft(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,7 +106,7 @@ func TestLoopStopsAtIterationBudget(t *testing.T) {
 		cmds := []string{"make", "gcc", "jq", "zip", "unzip", "bc"}
 		return fail("build", traces.MissingCommand, "sh: 1: "+cmds[min(n-1, len(cmds)-1)]+": not found")
 	}}
-	out, err := New(sim, WithResolver(resolve), WithBudget(Budget{Iterations: 3})).Run(context.Background(), draft(), nil)
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t)), WithBudget(Budget{Iterations: 3})).Run(context.Background(), draft(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -128,6 +128,9 @@ func (r *scriptedReviser) Revise(context.Context, Request) (Delta, Usage, error)
 	if i < len(r.errs) && r.errs[i] != nil {
 		return Delta{}, Usage{Prompt: 10}, r.errs[i]
 	}
+	if i >= len(r.deltas) {
+		return Delta{}, Usage{Prompt: 10}, errors.New("the script has no more replies")
+	}
 	return r.deltas[i], Usage{Prompt: 100, Completion: 20}, nil
 }
 
@@ -141,7 +144,7 @@ func TestLoopAsksReviserWhenRulesCannot(t *testing.T) {
 		}
 		return pass()
 	}}
-	out, err := New(sim, WithResolver(resolve), WithReviser(rev)).Run(context.Background(), draft(), nil)
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t)), WithReviser(rev)).Run(context.Background(), draft(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +178,7 @@ func TestLoopRefusesQuarantineOfUnseenFailure(t *testing.T) {
 	sim := &simulated{judge: func(c *contract.Contract, _ int) *Attempt {
 		return fail("build", traces.Unknown, "boom")
 	}}
-	out, err := New(sim, WithResolver(resolve), WithReviser(rev)).Run(context.Background(), draft(), nil)
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t)), WithReviser(rev)).Run(context.Background(), draft(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +199,7 @@ func TestLoopResumedFailureIsNotFlaky(t *testing.T) {
 		}
 		return pass(results.Test{Name: "TestDirty", Status: results.Passed})
 	}}
-	out, err := New(sim, WithResolver(resolve)).Run(context.Background(), draft(), nil)
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t))).Run(context.Background(), draft(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

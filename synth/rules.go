@@ -8,8 +8,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootstrap-dev/bootstrap/contents"
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/discover"
+	"github.com/bootstrap-dev/bootstrap/plan"
 	"github.com/bootstrap-dev/bootstrap/results"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
@@ -45,6 +47,9 @@ type Situation struct {
 	Evidence *discover.Result
 	// Resolve turns a version spec ("^20", "1.23") into an exact version.
 	Resolve func(tool, spec string) (string, error)
+	// Packages resolves files to Debian packages; nil when no index could
+	// be had, and then the rules that need it propose nothing.
+	Packages Packages
 }
 
 func (s *Situation) failed() *contract.Step {
@@ -85,6 +90,10 @@ var Rules = []Rule{
 	{"timeout", timeout},
 }
 
+// LastResort is tried after the rules and the reviser found nothing: it
+// gives up a step rather than the whole contract.
+var LastResort = Rule{"drop-step", dropStep}
+
 var (
 	notFoundRes = []*regexp.Regexp{
 		regexp.MustCompile(`(?m)^(?:/bin/)?(?:ba)?sh: (?:line )?\d*:? ?([^\s:]+): (?:command )?not found`),
@@ -112,7 +121,11 @@ var (
 		regexp.MustCompile(`module requires Go ([0-9][0-9.]*[0-9])`),
 		regexp.MustCompile(`requires go(?: version)? >= ?([0-9][0-9.]*[0-9])`),
 		regexp.MustCompile(`go: (?:download|downloading) go([0-9][0-9.]*[0-9]) .*toolchain`),
+		// A Go before 1.21 reading a go.mod that names a patch release.
+		regexp.MustCompile(`invalid go version '([0-9]+\.[0-9]+)\.[0-9]+': must match format`),
 	}
+	// A standard-library package this Go predates: any newer release has it.
+	goStdRe      = regexp.MustCompile(`package (\S+) is not in (?:GOROOT|std)`)
 	nodeNeedsRes = []*regexp.Regexp{
 		regexp.MustCompile(`The engine "node" is incompatible with this module\. Expected version "([^"]+)"`),
 		regexp.MustCompile(`required: \{[^}]*node: '([^']+)'`),
@@ -177,15 +190,20 @@ func missingCommand(s *Situation) []Delta {
 	if _, ok := toolchainCommands[path.Base(cmd)]; ok {
 		return nil // missingToolchain's case
 	}
-	pkg, ok := PackageForCommand(cmd)
-	if !ok || slices.Contains(s.Attempt.Contract.SystemPackages, pkg) {
+	r, ok := commandPackage(s.Packages, cmd)
+	if !ok || slices.Contains(s.Attempt.Contract.SystemPackages, r.pkg) {
 		return nil
 	}
-	return []Delta{{
-		Reason:   fmt.Sprintf("%s is not installed; Debian package %s provides it", cmd, pkg),
-		Evidence: s.cite(line),
-		Ops:      []Op{{Kind: AddSystemPackage, Name: pkg}},
-	}}
+	ops := []Op{{Kind: AddSystemPackage, Name: r.pkg}}
+	reason := fmt.Sprintf("%s is not installed; %s", cmd, r.why())
+	if compilers[r.pkg] && !slices.Contains(s.Attempt.Contract.SystemPackages, "libc6-dev") {
+		ops = append(ops, Op{Kind: AddSystemPackage, Name: "libc6-dev"})
+		reason += "; with libc6-dev, the C library headers a compiler needs (Debian only recommends them)"
+	}
+	if r.indexed {
+		ops = append(ops, archiveOps(s.Packages, s.Attempt.Contract)...)
+	}
+	return []Delta{{Reason: reason, Evidence: s.cite(line), Ops: ops}}
 }
 
 func missingToolchain(s *Situation) []Delta {
@@ -248,32 +266,30 @@ func cgoDisabled(s *Situation) []Delta {
 }
 
 func missingLibrary(s *Situation) []Delta {
+	if s.Packages == nil {
+		return nil
+	}
 	log := s.Attempt.Log
-	var pkg, line, what string
+	var cs []contents.Candidate
+	var line, what string
 	if h, l := match(log, headerRe); h != "" {
-		p, ok := PackageForHeader(h)
-		if !ok {
-			return nil
-		}
-		pkg, line, what = p, l, "header "+h
+		cs, line, what = s.Packages.Header(h), l, "header "+h
 	} else if m, l := match(log, pkgConfigRes...); m != "" {
-		p, ok := PackageForLibrary(m)
-		if !ok {
-			return nil
-		}
-		pkg, line, what = p, l, "pkg-config module "+m
-	} else if m, l := match(log, linkRe, sharedRe); m != "" {
-		p, ok := PackageForLibrary(m)
-		if !ok {
-			return nil
-		}
-		pkg, line, what = p, l, "library "+m
+		cs, line, what = s.Packages.PkgConfig(m), l, "pkg-config module "+m
+	} else if m, l := match(log, linkRe); m != "" {
+		cs, line, what = s.Packages.Library(m), l, "library -l"+m
+	} else if m, l := match(log, sharedRe); m != "" {
+		cs, line, what = s.Packages.Library(m), l, "shared library "+m
 	} else {
 		return nil
 	}
+	r, ok := pick(cs, indexSource(s.Packages))
+	if !ok {
+		return nil
+	}
 	ops := []Op{}
-	if !slices.Contains(s.Attempt.Contract.SystemPackages, pkg) {
-		ops = append(ops, Op{Kind: AddSystemPackage, Name: pkg})
+	if !slices.Contains(s.Attempt.Contract.SystemPackages, r.pkg) {
+		ops = append(ops, Op{Kind: AddSystemPackage, Name: r.pkg})
 	}
 	if strings.Contains(line, "pkg-config") || strings.Contains(log, "pkg-config: not found") || strings.Contains(log, "pkg-config: executable file not found") {
 		if !slices.Contains(s.Attempt.Contract.SystemPackages, "pkg-config") {
@@ -283,8 +299,9 @@ func missingLibrary(s *Situation) []Delta {
 	if len(ops) == 0 {
 		return nil
 	}
+	ops = append(ops, archiveOps(s.Packages, s.Attempt.Contract)...)
 	return []Delta{{
-		Reason:   fmt.Sprintf("%s is missing; Debian package %s ships it", what, pkg),
+		Reason:   fmt.Sprintf("%s is missing; %s", what, r.why()),
 		Evidence: s.cite(line),
 		Ops:      ops,
 	}}
@@ -292,6 +309,17 @@ func missingLibrary(s *Situation) []Delta {
 
 func toolchainVersion(s *Situation) []Delta {
 	log, c := s.Attempt.Log, s.Attempt.Contract
+	if pkg, line := match(log, goStdRe); pkg != "" && c.Toolchain("go") != nil && !strings.Contains(pkg, ".") {
+		exact, err := s.Resolve("go", "")
+		if err != nil || !versionLess(c.Toolchain("go").Version, exact) {
+			return nil
+		}
+		return []Delta{{
+			Reason:   fmt.Sprintf("the standard library of Go %s has no package %s; use Go %s, the newest release", c.Toolchain("go").Version, pkg, exact),
+			Evidence: s.cite(line),
+			Ops:      []Op{{Kind: SetToolchain, Name: "go", Value: exact}},
+		}}
+	}
 	if v, line := match(log, goNeedsRes...); v != "" {
 		exact, err := s.Resolve("go", v)
 		if err != nil {
@@ -525,6 +553,38 @@ func runAs(s *Situation) []Delta {
 		Reason:   "the step needs root (it writes outside the work tree and HOME); declare user root",
 		Evidence: s.cite(line),
 		Ops:      []Op{{Kind: SetUser, Name: "root"}},
+	}}
+}
+
+// dropStep removes a step outside the strongest stage that fails for want
+// of something no rule provides (a download from a vendor, a runner-only
+// script, a tool nobody packages). It is the last resort: only when
+// neither a rule nor the reviser answered. Whether a later step needed what it made, the next replay
+// shows. A test command, a dependency install and any step of the
+// strongest stage are never dropped.
+func dropStep(s *Situation) []Delta {
+	a := s.Attempt
+	if a.Failure == nil {
+		return nil
+	}
+	switch a.Failure.Class {
+	case traces.DependencyUnavailable, traces.DependencyResolution, traces.TestFailure, traces.ToolchainVersion, traces.Timeout, traces.OutOfMemory:
+		return nil // another rule's call, or the loop's stop
+	}
+	si := stageIndex(a.Contract, a.Stage)
+	st := s.failed()
+	if si < 0 || st == nil || a.Contract.Stages[si].Strongest {
+		return nil
+	}
+	switch plan.CommandKind(st.Run) {
+	case "test", "e2e", "fetch":
+		return nil
+	}
+	reason := fmt.Sprintf("%q fails for want of something no rule can provide (%s), outside the strongest verification; drop it (the next replay shows whether a later step needed it)", st.Run, a.Failure.Class)
+	return []Delta{{
+		Reason:   reason,
+		Evidence: s.cite(firstLine(a.Failure.Lines)),
+		Ops:      []Op{{Kind: RemoveStep, Stage: a.Stage, Index: a.Index}},
 	}}
 }
 

@@ -1,9 +1,12 @@
 package synth
 
 import (
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/bootstrap-dev/bootstrap/contents"
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/discover"
 	"github.com/bootstrap-dev/bootstrap/results"
@@ -25,8 +28,8 @@ func draft() *contract.Contract {
 
 func resolve(tool, spec string) (string, error) {
 	switch {
-	case tool == "go" && strings.HasPrefix(spec, "1.23"):
-		return "1.23.4", nil
+	case tool == "go" && (strings.HasPrefix(spec, "1.23") || spec == ""):
+		return "1.23.4", nil // "" is the newest release
 	case tool == "go":
 		return "1.22.5", nil
 	case tool == "node" && (spec == "" || spec == "lts/*" || strings.Contains(spec, "20")):
@@ -42,6 +45,17 @@ func resolve(tool, spec string) (string, error) {
 }
 
 var errUnknown = &Weakening{"unknown version"}
+
+// excerpt is real lines of bookworm's Contents lists, the index the rules
+// resolve files through.
+func excerpt(t *testing.T) *contents.Index {
+	t.Helper()
+	ix, err := contents.LoadFile(filepath.Join("..", "contents", "testdata", "Contents-excerpt"), "bookworm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ix
+}
 
 // TestRules feeds each rule the output that triggers it, written the way
 // the real tools print it.
@@ -72,9 +86,11 @@ func TestRules(t *testing.T) {
 		{name: "node missing", stage: "build", class: traces.MissingCommand, log: "bash: line 1: npm: command not found\n", want: "missing-toolchain", op: SetToolchain, opName: "node", opVal: "20.11.1"},
 		{name: "zlib header", stage: "build", class: traces.MissingLibrary, log: "src/a.c:3:10: fatal error: zlib.h: No such file or directory\n    3 | #include <zlib.h>\ncompilation terminated.\n", want: "missing-library", op: AddSystemPackage, opName: "zlib1g-dev"},
 		{name: "openssl subdir header", stage: "build", class: traces.MissingLibrary, log: "x.c:1:10: fatal error: openssl/ssl.h: No such file or directory\n", want: "missing-library", op: AddSystemPackage, opName: "libssl-dev"},
-		{name: "pkg-config module", stage: "build", class: traces.MissingLibrary, log: "# pkg-config --cflags  -- libpcap\nPackage libpcap was not found in the pkg-config search path.\nPerhaps you should add the directory containing `libpcap.pc'\n", want: "missing-library", op: AddSystemPackage, opName: "libpcap-dev"},
+		{name: "pkg-config module", stage: "build", class: traces.MissingLibrary, log: "# pkg-config --cflags  -- libpcap\nPackage libpcap was not found in the pkg-config search path.\nPerhaps you should add the directory containing `libpcap.pc'\n", want: "missing-library", op: AddSystemPackage, opName: "libpcap0.8-dev"}, // the package that ships libpcap.pc (libpcap-dev is a transitional one)
 		{name: "linker", stage: "build", class: traces.MissingLibrary, log: "/usr/bin/ld: cannot find -lsqlite3: No such file or directory\ncollect2: error: ld returned 1 exit status\n", want: "missing-library", op: AddSystemPackage, opName: "libsqlite3-dev"},
 		{name: "go too old", stage: "fetch", class: traces.ToolchainVersion, log: "go: go.mod requires go >= 1.23.0 (running go 1.22.5; GOTOOLCHAIN=local)\n", want: "toolchain-version", op: SetToolchain, opName: "go", opVal: "1.23.4"},
+		{name: "go without a std package", stage: "build", class: traces.Unknown, log: "main.go:4:2: package slices is not in GOROOT (/home/builder/.toolchains/go/src/slices)\n", want: "toolchain-version", op: SetToolchain, opName: "go", opVal: "1.23.4"},
+		{name: "old go, new go.mod", stage: "fetch", class: traces.Unknown, log: "go: errors parsing go.mod:\n/work/src/go.mod:3: invalid go version '1.23.0': must match format 1.23\n", want: "toolchain-version", op: SetToolchain, opName: "go", opVal: "1.23.4"},
 		{name: "node engine", stage: "fetch", class: traces.ToolchainVersion, log: "error vite@5.0.0: The engine \"node\" is incompatible with this module. Expected version \"^22.0.0\". Got \"20.11.1\"\n", want: "toolchain-version", op: SetToolchain, opName: "node", opVal: "22.11.0"},
 		{name: "go.sum drift", stage: "build", class: traces.DependencyResolution, log: "main.go:4:2: missing go.sum entry for module providing package github.com/x/y (imported by example.com/a); to add:\n\tgo get example.com/a\n", want: "lockfile-drift", op: InsertStep},
 		{name: "npm ci drift (npm 10)", stage: "fetch", run: "npm ci", class: traces.DependencyResolution, log: "npm error code EUSAGE\nnpm error\nnpm error `npm ci` can only install packages when your package.json and package-lock.json or npm-shrinkwrap.json are in sync. Please update your lock file with `npm install` before continuing.\nnpm error\nnpm error Missing: greet@1.0.0 from lock file\n", want: "lockfile-drift", op: ReplaceStep},
@@ -91,6 +107,9 @@ func TestRules(t *testing.T) {
 		{name: "refuses root (npm style)", stage: "verify", class: traces.Unknown, user: "root", log: "Error: Running as root is not supported\n", want: "run-as", op: SetUser, opName: "builder"},
 		{name: "needs root", stage: "build", class: traces.Permission, log: "mkdir: cannot create directory '/usr/local/lib/foo': Permission denied\n", want: "run-as", op: SetUser, opName: "root"},
 		{name: "timeout", stage: "verify", class: traces.Timeout, log: "", want: "timeout", op: SetTimeout, opVal: "1h0m0s"},
+		{name: "a build step nothing can provide for", stage: "build", run: "./scripts/fetch-assets.sh", class: traces.Unknown, log: "curl: (6) Could not resolve host: assets.example.com\n", want: "drop-step", op: RemoveStep},
+		{name: "a failing test is never dropped", stage: "verify", run: "./scripts/fetch-assets.sh", class: traces.Unknown, log: "curl: (6) Could not resolve host: assets.example.com\n", want: ""},
+		{name: "a test in build is never dropped", stage: "build", run: "go test ./...", class: traces.Unknown, log: "panic: boom\n", want: ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -110,10 +129,10 @@ func TestRules(t *testing.T) {
 				f.Lines = []string{tc.log[:i]}
 			}
 			a := &Attempt{N: 2, Contract: c, Stage: tc.stage, Index: tc.index, Failure: f, Log: tc.log, Tests: tc.tests}
-			sit := &Situation{Attempt: a, Evidence: ev, Resolve: resolve}
+			sit := &Situation{Attempt: a, Evidence: ev, Resolve: resolve, Packages: excerpt(t)}
 			var got *Delta
 			var rule string
-			for _, r := range Rules {
+			for _, r := range append(slices.Clone(Rules), LastResort) {
 				if ds := r.Propose(sit); len(ds) > 0 {
 					got, rule = &ds[0], r.Name
 					break
@@ -142,7 +161,7 @@ func TestRules(t *testing.T) {
 			if err != nil {
 				t.Fatalf("apply: %v", err)
 			}
-			if err := check(c, next, rule == "working-directory"); err != nil {
+			if err := check(c, next, rule == "working-directory", rule == "drop-step"); err != nil {
 				t.Fatalf("the rule's own delta fails the sanity check: %v", err)
 			}
 		})
@@ -154,5 +173,39 @@ func TestSecretsAreNotInvented(t *testing.T) {
 	a := &Attempt{N: 1, Contract: draft(), Stage: "verify", Failure: &traces.Failure{Class: traces.Unknown}, Log: "environment variable API_TOKEN is not set"}
 	if d := missingEnv(&Situation{Attempt: a, Evidence: ev, Resolve: resolve}); d != nil {
 		t.Fatalf("proposed %+v for a secret", d)
+	}
+}
+
+// The archive the index came from is recorded in the contract, once, and
+// the packages that lost are named.
+func TestIndexedRepairRecordsTheArchive(t *testing.T) {
+	ix := excerpt(t)
+	ix.Release = "sha256:" + strings.Repeat("d", 64)
+	c := draft()
+	a := &Attempt{N: 3, Contract: c, Stage: "build", Failure: &traces.Failure{Class: traces.MissingCommand}, Log: "bash: line 1: gcc: command not found\n"}
+	ds := missingCommand(&Situation{Attempt: a, Packages: ix})
+	if len(ds) != 1 {
+		t.Fatalf("deltas %+v", ds)
+	}
+	next, err := Apply(c, ds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := next.SystemPackages; strings.Join(got, ",") != "gcc,libc6-dev" {
+		t.Errorf("packages %v: a compiler comes with the C library headers", got)
+	}
+	if next.Archive == nil || next.Archive.Suite != "bookworm" || next.Archive.Release != ix.Release {
+		t.Errorf("archive %+v", next.Archive)
+	}
+	if !strings.Contains(ds[0].Reason, "also shipped by pentium-builder") || !strings.Contains(ds[0].Reason, "Release sha256:dddd") {
+		t.Errorf("reason %q", ds[0].Reason)
+	}
+	a.Contract = next
+	a.Log = "x.c:1:10: fatal error: zlib.h: No such file or directory\n"
+	if ds := missingLibrary(&Situation{Attempt: a, Packages: ix}); len(ds) != 1 || len(ds[0].Ops) != 1 {
+		t.Errorf("a second repair from the same archive: %+v", ds)
+	}
+	if ds := missingCommand(&Situation{Attempt: &Attempt{Contract: c, Log: "sh: 1: cc: not found\n"}}); len(ds) != 1 || ds[0].Ops[0].Name != "gcc" {
+		t.Errorf("cc, an alternative, without an index: %+v", ds)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/plan"
 )
 
 // Weakening is the error a delta gets when it would let a contract pass by
@@ -34,12 +35,14 @@ var escapes = []struct {
 // strongest stage, an escape that hides a failure, or a quarantine that grew
 // without trace evidence. before and after are whole contracts; the check is
 // on their difference, so it holds however the change was proposed.
-func Check(before, after *contract.Contract) error { return check(before, after, false) }
+func Check(before, after *contract.Contract) error { return check(before, after, false, false) }
 
 // check is Check; moveTests lets a strongest step change its directory,
 // which only the working-directory rule may ask for: it proposes a project
-// root the log shows the step missed, where it ran no test at all.
-func check(before, after *contract.Contract, moveTests bool) error {
+// root the log shows the step missed, where it ran no test at all. drop
+// lets steps go, which only the drop-step rule may ask for, and only steps
+// outside the strongest stage that run no test.
+func check(before, after *contract.Contract, moveTests, drop bool) error {
 	bs, as := before.Strongest(), after.Strongest()
 	if bs >= 0 {
 		if as < 0 {
@@ -61,9 +64,25 @@ func check(before, after *contract.Contract, moveTests bool) error {
 		}
 	}
 	// Other steps may be replaced (a repair may swap npm ci for npm install)
-	// or moved between stages, but never removed.
+	// or moved between stages, but removed only by the drop-step rule, and
+	// never a test.
 	if n, m := stepCount(before), stepCount(after); m < n {
-		return &Weakening{fmt.Sprintf("removes steps (%d before, %d after)", n, m)}
+		if !drop {
+			return &Weakening{fmt.Sprintf("removes steps (%d before, %d after)", n, m)}
+		}
+		for _, s := range before.Stages {
+			for _, st := range s.Steps {
+				if anyStageHas(after, st.Run) {
+					continue
+				}
+				if s.Strongest {
+					return &Weakening{fmt.Sprintf("drops %q from the strongest verification", st.Run)}
+				}
+				if k := plan.CommandKind(st.Run); k == "test" || k == "e2e" {
+					return &Weakening{fmt.Sprintf("drops the test command %q", st.Run)}
+				}
+			}
+		}
 	}
 	for _, s := range after.Stages {
 		for _, st := range s.Steps {

@@ -112,3 +112,35 @@ func TestDiff(t *testing.T) {
 		t.Fatalf("diff removes lines:\n%s", d)
 	}
 }
+
+// Only the drop-step rule may remove a step, and never a test or a step of
+// the strongest stage.
+func TestDropIsNarrow(t *testing.T) {
+	c := draft()
+	build := Delta{Rule: "drop-step", Evidence: "attempt 1, step build/1: x", Ops: []Op{{Kind: RemoveStep, Stage: "build", Index: 0}}}
+	next, err := Apply(c, build)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := check(c, next, false, false); err == nil {
+		t.Error("a removal without the drop rule passed")
+	}
+	if err := check(c, next, false, true); err != nil {
+		t.Errorf("the drop rule's own removal: %v", err)
+	}
+	if next.Strongest() < 0 || len(next.Stages) != 2 {
+		t.Errorf("dropping the only build step should drop the stage and keep the strongest: %+v", next.Stages)
+	}
+	verify := Delta{Ops: []Op{{Kind: RemoveStep, Stage: "verify", Index: 0}}}
+	if n, err := Apply(c, verify); err == nil {
+		if err := check(c, n, false, true); err == nil {
+			t.Error("the drop rule removed the strongest verification")
+		}
+	}
+	c.Stages[1].Steps[0].Run = "go test ./integration/..."
+	if n, err := Apply(c, build); err != nil {
+		t.Fatal(err)
+	} else if err := check(c, n, false, true); err == nil || !strings.Contains(err.Error(), "test command") {
+		t.Errorf("dropping a test command outside verify: %v", err)
+	}
+}

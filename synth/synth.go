@@ -85,6 +85,7 @@ type Loop struct {
 	resolve  func(tool, spec string) (string, error)
 	progress io.Writer
 	now      func() time.Time
+	packages Packages
 }
 
 // Option configures a Loop.
@@ -100,6 +101,9 @@ func WithBudget(b Budget) Option { return func(l *Loop) { l.budget = b } }
 func WithResolver(f func(tool, spec string) (string, error)) Option {
 	return func(l *Loop) { l.resolve = f }
 }
+
+// WithPackages sets how files a failure names resolve to Debian packages.
+func WithPackages(p Packages) Option { return func(l *Loop) { l.packages = p } }
 
 // WithProgress writes one line per attempt and delta to w.
 func WithProgress(w io.Writer) Option { return func(l *Loop) { l.progress = w } }
@@ -212,7 +216,13 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 		if len(a.Tests) > 0 && a.Stage != "" && !a.Resumed {
 			bestTests = max(bestTests, ranCount(a.Tests))
 		}
-		sit := &Situation{Attempt: a, History: out.Attempts, Evidence: ev, Resolve: l.resolve}
+		if a.Failure != nil && a.Failure.Class == traces.DependencyUnavailable {
+			// What a registry does not serve no revision of the contract
+			// can change: stop at once and say what.
+			out.Diagnosis = l.diagnose(out, "")
+			return out, nil
+		}
+		sit := &Situation{Attempt: a, History: out.Attempts, Evidence: ev, Resolve: l.resolve, Packages: l.packages}
 		next, ok := l.repair(ctx, cur, sit, n, tried, out)
 		if !ok {
 			out.Diagnosis = l.diagnose(out, "")
@@ -257,9 +267,22 @@ func (l *Loop) repair(ctx context.Context, cur *contract.Contract, sit *Situatio
 			}
 		}
 	}
-	if l.reviser == nil {
-		return nil, false
+	if l.reviser != nil {
+		if next, ok := l.revise(ctx, cur, sit, n, tried, out); ok {
+			return next, true
+		}
 	}
+	for _, d := range LastResort.Propose(sit) {
+		d.Rule = LastResort.Name
+		if next, ok := l.try(cur, d, n, tried, out); ok {
+			return next, true
+		}
+	}
+	return nil, false
+}
+
+// revise asks the reviser, a few times, for an acceptable delta.
+func (l *Loop) revise(ctx context.Context, cur *contract.Contract, sit *Situation, n int, tried map[string]bool, out *Outcome) (*contract.Contract, bool) {
 	for range reviserTries {
 		if out.Tokens >= l.budget.Tokens {
 			l.say("token budget (%d) spent", l.budget.Tokens)
@@ -297,7 +320,7 @@ func (l *Loop) try(cur *contract.Contract, d Delta, n int, tried map[string]bool
 	if err != nil {
 		return reject(err.Error())
 	}
-	if err := check(cur, next, d.Rule == "working-directory"); err != nil {
+	if err := check(cur, next, d.Rule == "working-directory", d.Rule == "drop-step" && strings.Contains(d.Evidence, "attempt ")); err != nil {
 		return reject(err.Error())
 	}
 	if t := unseenFailure(cur, next, out.Attempts); t != "" {
@@ -436,8 +459,10 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 		}
 	case traces.NetworkNeeded:
 		b.WriteString("the step needs the network, which only the fetch stage has; a service or download it expects is not part of the contract.")
+	case traces.DependencyUnavailable:
+		fmt.Fprintf(&b, "a dependency is not available: %s. The registry or proxy does not serve it, so no revision of the contract can make this step pass here.", orWhat(f.Subject))
 	case traces.DependencyResolution:
-		b.WriteString("a dependency could not be resolved; the registry may not serve it (only some registries are reachable from here).")
+		b.WriteString("the dependencies could not be resolved as the lockfile and manifests ask (a conflict, or drift no rule repaired).")
 	case traces.MissingCommand, traces.MissingLibrary:
 		fmt.Fprintf(&b, "%s is missing and no rule knows which Debian package provides it.", orWhat(f.Subject))
 	case traces.ToolchainVersion:

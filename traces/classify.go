@@ -43,9 +43,24 @@ var classes = []struct {
 		{re: regexp.MustCompile(`SyntaxError: Unexpected token`), subject: fixed("node"),
 			ok: func(_ []string, log []byte) bool { return nodeRe.Match(log) }},
 	}},
+	{DependencyUnavailable, []rule{
+		// npm: "npm error 404  'left-pad@9.9.9' is not in this registry."
+		{re: regexp.MustCompile(`(?:npm ERR!|npm error) 404\s+'([^']+)' is not in (?:this|the npm) registry`), subject: func(m []string) string { return m[1] + " (npm registry: 404)" }},
+		{re: regexp.MustCompile(`(?:npm ERR!|npm error) 404 Not Found - GET (\S+)`), subject: func(m []string) string { return registryPackage(m[1]) + " (404 from " + host(m[1]) + ")" }},
+		{re: regexp.MustCompile(`(?:notarget|ERR_PNPM_NO_MATCHING_VERSION\s*) No matching version found for (\S+?)\.?(?:\s|$)`), subject: func(m []string) string { return m[1] + " (no such version in the registry)" }},
+		{re: regexp.MustCompile(`ERR_PNPM_FETCH_404\s+GET (\S+?):? Not Found`), subject: func(m []string) string { return registryPackage(m[1]) + " (404 from " + host(m[1]) + ")" }},
+		// yarn 1: error An unexpected error occurred: "https://registry.yarnpkg.com/x/-/x-1.0.0.tgz: Request failed \"404 Not Found\"".
+		{re: regexp.MustCompile(`"(https?://\S+?): Request failed \\?"(40[0-9]|410)[^"\\]*`), subject: func(m []string) string { return registryPackage(m[1]) + " (" + m[2] + " from " + host(m[1]) + ")" }},
+		// go: example.com/m@v1.2.3: reading https://proxy.golang.org/...: 410 Gone
+		{re: regexp.MustCompile(`go: (?:downloading )?(\S+@\S+?): reading (https?://\S+?): (40[0-9]|410) ([A-Za-z ]+)`), subject: func(m []string) string {
+			return m[1] + " (" + m[3] + " " + strings.TrimSpace(m[4]) + " from " + host(m[2]) + ")"
+		}},
+		{re: regexp.MustCompile(`(\S+@\S+?): (?:invalid version: )?unknown revision (\S+)`), subject: func(m []string) string { return m[1] + " (unknown revision " + m[2] + ")" }},
+		{re: regexp.MustCompile(`verifying (\S+@\S+?)(?:/go\.mod)?: checksum mismatch`), subject: func(m []string) string { return m[1] + " (checksum mismatch against go.sum)" }},
+		{re: regexp.MustCompile(`(?:fatal: could not read Username for|terminal prompts disabled).*?(https?://[^'\s]+)`), subject: func(m []string) string { return m[1] + " (a private repository)" }},
+	}},
 	{DependencyResolution, []rule{
 		{re: regexp.MustCompile(`\bERESOLVE\b`), subject: fixed("npm")},
-		{re: regexp.MustCompile(`\bETARGET\b`), subject: fixed("npm")},
 		{re: regexp.MustCompile(`missing go\.sum entry for module providing package (\S+?);?(?:\s|$)`), subject: group(1)},
 		{re: regexp.MustCompile(`([^@:\s]+)@\S+: missing go\.sum entry`), subject: group(1)},
 		{re: regexp.MustCompile(`missing go\.sum entry`), subject: fixed("go.sum")},
@@ -93,6 +108,40 @@ var classes = []struct {
 		{re: regexp.MustCompile(`^# fail ([1-9]\d*)\s*$`), subject: fixed("")},
 		{re: regexp.MustCompile(`^\s*([1-9]\d*) failing\s*$`), subject: fixed("")},
 	}},
+}
+
+// registryPackage names the package a registry URL is for:
+// https://registry.npmjs.org/@scope%2fname/-/name-1.0.0.tgz → @scope/name@1.0.0.
+func registryPackage(u string) string {
+	rest := u
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		rest = rest[i+1:]
+	} else {
+		return u
+	}
+	rest = strings.ReplaceAll(rest, "%2f", "/")
+	rest = strings.ReplaceAll(rest, "%2F", "/")
+	name, tarball, ok := strings.Cut(rest, "/-/")
+	if !ok {
+		return strings.TrimSuffix(rest, "/")
+	}
+	base := name[strings.LastIndexByte(name, '/')+1:]
+	v := strings.TrimSuffix(strings.TrimPrefix(tarball, base+"-"), ".tgz")
+	return name + "@" + v
+}
+
+func host(u string) string {
+	rest := u
+	if i := strings.Index(rest, "://"); i >= 0 {
+		rest = rest[i+3:]
+	}
+	if i := strings.IndexByte(rest, '/'); i >= 0 {
+		rest = rest[:i]
+	}
+	return rest
 }
 
 var nodeRe = regexp.MustCompile(`node:internal|Node\.js v\d|\bnode\b`)

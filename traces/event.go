@@ -73,10 +73,14 @@ const (
 	MissingLibrary       Class = "missing-library" // system library, header or pkg-config module
 	ToolchainVersion     Class = "toolchain-version"
 	DependencyResolution Class = "dependency-resolution"
-	NetworkNeeded        Class = "network"
-	TestFailure          Class = "test-failure"
-	Timeout              Class = "timeout"
-	OutOfMemory          Class = "oom"
-	Permission           Class = "permission"
-	Unknown              Class = "unknown"
+	// DependencyUnavailable is a dependency the registry or proxy does not
+	// serve (404, 410, no such version, unknown revision, a checksum that
+	// does not match): nothing in the contract can change it.
+	DependencyUnavailable Class = "dependency-unavailable"
+	NetworkNeeded         Class = "network"
+	TestFailure           Class = "test-failure"
+	Timeout               Class = "timeout"
+	OutOfMemory           Class = "oom"
+	Permission            Class = "permission"
+	Unknown               Class = "unknown"
 )

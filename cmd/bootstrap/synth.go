@@ -1,8 +1,11 @@
 package main
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,10 +14,12 @@ import (
 	"github.com/go-git/go-git/v5"
 	"github.com/spf13/cobra"
 
+	"github.com/bootstrap-dev/bootstrap/contents"
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/llm"
 	"github.com/bootstrap-dev/bootstrap/plan"
 	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/replay/base"
 	"github.com/bootstrap-dev/bootstrap/synth"
 )
 
@@ -24,6 +29,8 @@ type synthFlags struct {
 	budget synth.Budget
 	model  string
 	noLLM  bool
+	// The Debian archive whose Contents lists resolve what a failure names.
+	mirror, suite, contentsFile string
 }
 
 func (f *synthFlags) register(cmd *cobra.Command, per string) {
@@ -33,6 +40,9 @@ func (f *synthFlags) register(cmd *cobra.Command, per string) {
 	cmd.Flags().IntVar(&f.budget.Tokens, "max-tokens", synth.DefaultTokens, "LLM tokens to spend "+per)
 	cmd.Flags().StringVar(&f.model, "model", llm.DefaultModel, "LLM model (any OpenAI-compatible endpoint: OPENAI_BASE_URL)")
 	cmd.Flags().BoolVar(&f.noLLM, "no-llm", false, "use the rules alone even when OPENAI_API_KEY is set")
+	cmd.Flags().StringVar(&f.mirror, "debian-mirror", "", "Debian archive whose Contents lists resolve missing files to packages (default: the host's apt source, as for the base image)")
+	cmd.Flags().StringVar(&f.suite, "debian-suite", "bookworm", "the base image's Debian suite")
+	cmd.Flags().StringVar(&f.contentsFile, "debian-contents", "", "read the Contents list from this file (plain or gzip) instead of the mirror")
 }
 
 func newSynth() *cobra.Command {
@@ -128,6 +138,11 @@ func newSession(cmd *cobra.Command, f *synthFlags, e replay.Engine) (*synth.Sess
 	}
 	rules := plan.NewRules()
 	opts := []synth.Option{synth.WithBudget(f.budget), synth.WithResolver(rules.Resolve), synth.WithProgress(progressTo(cmd))}
+	if ix, err := packageIndex(cmd, f); err != nil {
+		fmt.Fprintf(stderr, "warning: %v; repairs that name a missing file cannot resolve its package\n", err)
+	} else {
+		opts = append(opts, synth.WithPackages(ix))
+	}
 	if use, why := useLLM(f.noLLM); use {
 		cache, err := cacheDir()
 		if err != nil {
@@ -203,4 +218,51 @@ func printSummary(w io.Writer, out *synth.Outcome, file string) {
 	if !out.Verified && out.Diagnosis != "" {
 		fmt.Fprintf(w, "diagnosis: %s\n", out.Diagnosis)
 	}
+}
+
+// packageIndex loads the Debian Contents index the repairs resolve files
+// through: a local file when given, else the mirror's lists for the
+// suite, cached by their Release digest.
+func packageIndex(cmd *cobra.Command, f *synthFlags) (*contents.Index, error) {
+	if f.contentsFile != "" {
+		return contents.LoadFile(f.contentsFile, f.suite)
+	}
+	cache, err := cacheDir()
+	if err != nil {
+		return nil, err
+	}
+	mirror := f.mirror
+	if mirror == "" {
+		if mirror, err = base.Mirror("/", f.suite); err != nil {
+			mirror = "http://deb.debian.org/debian"
+		}
+	}
+	client, err := httpClient(&f.replayFlags)
+	if err != nil {
+		return nil, err
+	}
+	return contents.Load(cmd.Context(), contents.Options{
+		Mirror: strings.TrimRight(mirror, "/"), Suite: f.suite, Dir: filepath.Join(cache, "contents"), Get: contents.HTTP{Client: client},
+	})
+}
+
+// httpClient trusts the declared CA bundle besides the system's, for a
+// mirror behind a re-signing proxy.
+func httpClient(f *replayFlags) (*http.Client, error) {
+	b, err := f.bundle()
+	if err != nil || b == "" {
+		return http.DefaultClient, err
+	}
+	pem, err := os.ReadFile(b)
+	if err != nil {
+		return nil, fmt.Errorf("CA bundle: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	pool.AppendCertsFromPEM(pem)
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.TLSClientConfig = &tls.Config{RootCAs: pool}
+	return &http.Client{Transport: t}, nil
 }

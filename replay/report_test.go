@@ -1,0 +1,33 @@
+package replay
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/bootstrap-dev/bootstrap/results"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+// A passing test whose name states an error ("warns on Unsupported
+// engine") decides nothing: the runner's report of what failed does.
+func TestFailureFromTheRunnersReport(t *testing.T) {
+	log := []byte("ok 1 - warns on Unsupported engine\nnot ok 2 - adds\n  ---\n  AssertionError: expected 3 to equal 4\n  ...\n1..2\n# fail 1\n")
+	f := traces.Classify(1, false, false, log)
+	if f == nil || f.Class != traces.ToolchainVersion {
+		t.Fatalf("the log alone: %+v (the case this guards against)", f)
+	}
+	rep := results.Parse(log)
+	g := fromReport(f, rep)
+	if g.Class != traces.TestFailure || g.Subject != "adds" || len(g.Lines) == 0 || !strings.Contains(strings.Join(g.Lines, "\n"), "expected 3 to equal 4") {
+		t.Errorf("from the report: %+v", g)
+	}
+	// A failed test's own network error is still a network need.
+	net := results.Report{Tests: []results.Test{{Name: "TestRemote", Status: results.Failed, Output: "dial tcp: lookup schemas.example.org: no such host"}}}
+	if g := fromReport(f, net); g.Class != traces.NetworkNeeded {
+		t.Errorf("network in a failed test: %+v", g)
+	}
+	// No failed test named: the log's own verdict stands.
+	if g := fromReport(f, results.Report{}); g != f {
+		t.Errorf("no report: %+v", g)
+	}
+}
