@@ -390,8 +390,9 @@ func (s *scripts) target(tool string, args []string, dir string, depth int) verd
 		}
 		if recipe, ok := s.make[key][t]; ok && depth < maxDepth && strings.TrimSpace(recipe) != "" {
 			r := s.kindAt(strings.ReplaceAll(recipe, "\n", " && "), dir, depth+1)
-			// A name says more than a recipe that only calls other targets.
-			if r.why != "" && (v.why == "" || r.kind == kindServe || r.kind == kindTest && v.kind == kindLint) {
+			// What the recipe runs decides; a name says more only than a
+			// recipe that builds or calls what the planner cannot read.
+			if r.why != "" && (v.why == "" || r.kind != kindBuild) {
 				r.why = "the " + t + " target: " + r.why
 				v = r
 			}

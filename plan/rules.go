@@ -297,10 +297,6 @@ func (p *run) projectOf(cwd string) string {
 	return best
 }
 
-func (p *run) hasEcosystem(eco string) bool {
-	return slices.ContainsFunc(p.projs, func(pr project) bool { return pr.ecosystems[eco] })
-}
-
 func (p *run) add(run, cwd, stage string, ev discover.Evidence, line int, source contract.Source, conf float64, reason string, tier int) {
 	ref := ev.Path
 	if line > 0 {

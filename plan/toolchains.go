@@ -10,7 +10,7 @@ import (
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/discover"
-	"github.com/bootstrap-dev/bootstrap/toolchain"
+	"github.com/bootstrap-dev/bootstrap/toolchain/release"
 )
 
 // toolchains declares the Go, Node and package-manager versions the kept
@@ -150,7 +150,7 @@ func (p *run) goToolchain() error {
 	if err != nil {
 		return err
 	}
-	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "go", Version: v, Source: toolchain.Source("go", v)})
+	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "go", Version: v, Source: release.Source("go", v)})
 	p.decide("toolchain go", v, c.ev, fmt.Sprintf("%s (precedence: a pin > the CI cell's version when it meets the minimum > the newest release that meets it)", c.what))
 	return nil
 }
@@ -187,7 +187,7 @@ func (p *run) chooseVersion(tool, min string, minEv *discover.Evidence, minWhat 
 			if min == "" {
 				return pick{s.spec, fmt.Sprintf("the chosen CI cell sets up %s %q", tool, s.spec), &s.ev}, nil
 			}
-			if in, err := toolchain.Resolve([]string{ci}, rangeOf(min)); err == nil && in == ci {
+			if in, err := release.Resolve([]string{ci}, rangeOf(min)); err == nil && in == ci {
 				return pick{s.spec, fmt.Sprintf("the chosen CI cell sets up %s %q, which meets the %s %q", tool, s.spec, minWhat, min), &s.ev}, nil
 			}
 			p.skip("ci setup", s.spec, s.ev, fmt.Sprintf("%s %s does not meet the %s %q", tool, ci, minWhat, min))
@@ -249,7 +249,7 @@ func (p *run) nodeToolchain() error {
 	if err != nil {
 		return err
 	}
-	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "node", Version: v, Source: toolchain.Source("node", v)})
+	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "node", Version: v, Source: release.Source("node", v)})
 	p.decide("toolchain node", v, c.ev, fmt.Sprintf("%s (precedence: a pin > the CI cell's version when it meets engines.node > the newest LTS that meets it)", c.what))
 	return nil
 }
@@ -303,7 +303,7 @@ func (p *run) declarePackageManagers() {
 				v = p.npmVersion()
 			}
 		}
-		src := toolchain.Source(name, v)
+		src := release.Source(name, v)
 		if m.berry {
 			src = "npm:@yarnpkg/cli-dist@" + v // the "yarn" package stays on 1.x; berry ships as cli-dist
 		}
@@ -318,7 +318,7 @@ func (p *run) declarePackageManagers() {
 		// even where another package manager installs the dependencies.
 		if name != "npm" && p.c.Toolchain("npm") == nil {
 			nv := p.npmVersion()
-			p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "npm", Version: nv, Source: toolchain.Source("npm", nv)})
+			p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "npm", Version: nv, Source: release.Source("npm", nv)})
 			p.decide("toolchain npm", nv, m.ev, "Node tools call npm even in "+m.label()+" projects; the node package has no npm of its own")
 		}
 	}

@@ -57,8 +57,8 @@ func TestClassifyWrappersAndTestScripts(t *testing.T) {
 		"c8 report --reporter=text-lcov": stageBuild, "./test/env.sh": stageVerify, "scripts/run-tests.sh": stageVerify,
 		"bash": stageBuild, "./build.sh": stageBuild, "c8": stageBuild, "npx npm ci": stageFetch,
 	} {
-		if got := classify(run); got != want {
-			t.Errorf("classify(%q) = %s, want %s", run, got, want)
+		if got := stageOf(run); got != want {
+			t.Errorf("stageOf(%q) = %s, want %s", run, got, want)
 		}
 	}
 }

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/bootstrap-dev/bootstrap/toolchain"
+	"github.com/bootstrap-dev/bootstrap/toolchain/release"
 )
 
 // Versions resolves a version spec as a project writes it ("1.22", "^18",
@@ -103,14 +103,14 @@ func (t *Table) Resolve(tool, spec string) (string, error) {
 		}
 		return newestWhere(list, func(v version) bool { return v.major == major }, spec)
 	}
-	// Ranges are toolchain.Resolve's, the same semantics the replay uses
+	// Ranges are release.Resolve's, the same semantics the replay uses
 	// when it lists a registry's versions.
 	if tool == "node" {
-		if v, err := toolchain.Resolve(raws(list, isLTS), s); err == nil {
+		if v, err := release.Resolve(raws(list, isLTS), s); err == nil {
 			return v, nil
 		}
 	}
-	v, err := toolchain.Resolve(raws(list, func(version) bool { return true }), s)
+	v, err := release.Resolve(raws(list, func(version) bool { return true }), s)
 	if err != nil {
 		return "", fmt.Errorf("version %q of %s: %w", spec, tool, err)
 	}

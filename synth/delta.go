@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
-	"github.com/bootstrap-dev/bootstrap/toolchain"
+	"github.com/bootstrap-dev/bootstrap/toolchain/release"
 )
 
 // Delta is one minimal revision of a contract, with the trace evidence that
@@ -90,10 +90,10 @@ func apply(c *contract.Contract, op Op) error {
 		if t := c.Toolchain(op.Name); t != nil {
 			if t.Version != op.Value {
 				// The old source and hash pin the old version; the replay pins the new one.
-				*t = contract.Toolchain{Name: op.Name, Version: op.Value, Source: toolchain.Source(op.Name, op.Value)}
+				*t = contract.Toolchain{Name: op.Name, Version: op.Value, Source: release.Source(op.Name, op.Value)}
 			}
 		} else {
-			c.Toolchains = append(c.Toolchains, contract.Toolchain{Name: op.Name, Version: op.Value, Source: toolchain.Source(op.Name, op.Value)})
+			c.Toolchains = append(c.Toolchains, contract.Toolchain{Name: op.Name, Version: op.Value, Source: release.Source(op.Name, op.Value)})
 		}
 	case SetEnv:
 		if c.Env == nil {

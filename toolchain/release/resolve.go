@@ -1,7 +1,8 @@
-package toolchain
+package release
 
 import (
 	"fmt"
+	"sort"
 	"strconv"
 	"strings"
 )
@@ -349,4 +350,19 @@ func parseComparator(t string) (set, error) {
 		return set{{"<", p.bump(p.n - 1)}}, nil
 	}
 	return nil, fmt.Errorf("unknown operator in %q", t)
+}
+
+func sortVersions(vs []string) {
+	sort.SliceStable(vs, func(i, j int) bool {
+		a, aok := parseVersion(vs[i])
+		b, bok := parseVersion(vs[j])
+		if aok && bok {
+			if c := a.compare(b); c != 0 {
+				return c < 0
+			}
+		} else if aok != bok {
+			return !aok // unparsable versions sort first
+		}
+		return vs[i] < vs[j]
+	})
 }
