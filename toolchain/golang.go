@@ -3,7 +3,6 @@ package toolchain
 import (
 	"context"
 	"fmt"
-	"github.com/bootstrap-dev/bootstrap/toolchain/release"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/toolchain/release"
 )
 
 // goSource returns the module version holding Go version v for linux/amd64.

@@ -12,7 +12,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/bootstrap-dev/bootstrap/toolchain/release"
 	"hash"
 	"io"
 	"net/url"
@@ -24,6 +23,7 @@ import (
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/toolchain/release"
 )
 
 // nodePackage is the npm package that carries Node's own linux/amd64 build.

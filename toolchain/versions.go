@@ -4,10 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"github.com/bootstrap-dev/bootstrap/toolchain/release"
 	"net/http"
 	"net/url"
 	"strings"
+
+	"github.com/bootstrap-dev/bootstrap/toolchain/release"
 )
 
 // Versions lists the exact versions of a toolchain the configured proxy or
