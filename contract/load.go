@@ -188,7 +188,7 @@ var (
 	debPkgRe  = regexp.MustCompile(`^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$`)
 	sha256Re  = regexp.MustCompile(`^sha256:[0-9a-f]{64}$`)
 	platRe    = regexp.MustCompile(`^[a-z0-9]+/[a-z0-9]+(/[a-z0-9]+)?$`)
-	toolNames = map[string]bool{"go": true, "node": true, "npm": true, "yarn": true, "pnpm": true, "corepack": true} // what toolchain.Fetcher provides
+	toolNames = map[string]bool{"go": true, "node": true, "npm": true, "yarn": true, "pnpm": true, "corepack": true, "bun": true, "deno": true} // what toolchain.Fetcher provides
 )
 
 // fail records a problem at a field path like "stages[1].steps[0].run".

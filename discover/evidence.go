@@ -100,9 +100,10 @@ const (
 	// for each input, if when the step has one.
 	KindGHAUses Kind = "gha.uses"
 	// KindGHASetup: a uses step of actions/setup-go, setup-node,
-	// setup-python or setup-java, dtolnay/rust-toolchain, actions-rs/toolchain
-	// or actions-rust-lang/setup-rust-toolchain, beside its KindGHAUses.
-	// Facts: tool (go, node, python, java, rust), version (the version input
+	// setup-python or setup-java, oven-sh/setup-bun, denoland/setup-deno,
+	// dtolnay/rust-toolchain, actions-rs/toolchain or
+	// actions-rust-lang/setup-rust-toolchain, beside its KindGHAUses.
+	// Facts: tool (go, node, python, java, bun, deno, rust), version (the version input
 	// as written, may name a matrix variable; for dtolnay/rust-toolchain
 	// without one, the ref), cache; version-file for all but the rust actions.
 	KindGHASetup Kind = "gha.setup"

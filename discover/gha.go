@@ -17,6 +17,8 @@ var setupActions = map[string][3]string{
 	"actions/setup-node":                     {"node", "node-version", "node-version-file"},
 	"actions/setup-python":                   {"python", "python-version", "python-version-file"},
 	"actions/setup-java":                     {"java", "java-version", "java-version-file"},
+	"oven-sh/setup-bun":                      {"bun", "bun-version", "bun-version-file"},
+	"denoland/setup-deno":                    {"deno", "deno-version", "deno-version-file"},
 	"dtolnay/rust-toolchain":                 {"rust", "toolchain", ""},
 	"actions-rs/toolchain":                   {"rust", "toolchain", ""},
 	"actions-rust-lang/setup-rust-toolchain": {"rust", "toolchain", ""},

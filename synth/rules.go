@@ -2,6 +2,7 @@ package synth
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -82,6 +83,9 @@ var Rules = []Rule{
 	{"missing-library", missingLibrary},
 	{"toolchain-version", toolchainVersion},
 	{"lockfile-drift", lockfileDrift},
+	{"peer-dependencies", peerDependencies},
+	{"install-download", installDownload},
+	{"native-build", nativeBuild},
 	{"working-directory", workingDirectory},
 	{"missing-env", missingEnv},
 	{"network-in-build", networkInBuild},
@@ -402,6 +406,145 @@ func lockfileDrift(s *Situation) []Delta {
 		return []Delta{insertFetch(s, "go mod tidy", st.Cwd, l, "go.sum is missing entries the build needs; tidy the module while the network is on (upstream should run go mod tidy)")}
 	}
 	return nil
+}
+
+var eresolveRe = regexp.MustCompile(`\bERESOLVE\b|could not resolve dependency|conflicting peer dependency`)
+
+// peerDependencies answers npm's ERESOLVE (npm 7 and later enforce peer
+// ranges that npm 6 only warned about) from the project's own evidence,
+// never by silently changing resolution: where the project installs with
+// --legacy-peer-deps elsewhere (another CI job, its docs, a script), the
+// same flag; where its lockfile is npm 6's (lockfileVersion 1), the npm
+// that wrote it.
+func peerDependencies(s *Situation) []Delta {
+	st := s.failed()
+	if st == nil || s.Evidence == nil {
+		return nil
+	}
+	_, line := match(s.Attempt.Log, eresolveRe)
+	w := strings.Fields(st.Run)
+	if line == "" || len(w) < 2 || w[0] != "npm" || (w[1] != "ci" && w[1] != "install" && w[1] != "i") || strings.Contains(st.Run, "--legacy-peer-deps") {
+		return nil
+	}
+	for _, e := range s.Evidence.Evidence {
+		text := e.Facts["run"] + e.Facts["command"]
+		if !strings.Contains(text, "--legacy-peer-deps") && !strings.Contains(text, "legacy-peer-deps=true") {
+			continue
+		}
+		n := *st
+		n.Run = st.Run + " --legacy-peer-deps"
+		n.Source, n.Confidence = contract.SourceRepair, 0.7
+		n.Reason = fmt.Sprintf("npm refuses the peer ranges; the project itself installs with --legacy-peer-deps (%s)", e.Ref())
+		n.Evidence = s.cite(line)
+		return []Delta{{Reason: n.Reason, Evidence: n.Evidence, Ops: []Op{{Kind: ReplaceStep, Stage: s.Attempt.Stage, Index: s.Attempt.Index, Step: &n}}}}
+	}
+	c := s.Attempt.Contract
+	for _, e := range s.Evidence.Evidence {
+		if e.Kind != discover.KindLockfile || e.Facts["manager"] != "npm" || e.Facts["format"] != "1" || path.Dir(e.Path) != cwdDir(st.Cwd) {
+			continue
+		}
+		const npm6 = "6.14.18" // the last npm 6, which wrote lockfileVersion 1
+		if t := c.Toolchain("npm"); t != nil && t.Version == npm6 {
+			return nil
+		}
+		ops := []Op{{Kind: SetToolchain, Name: "npm", Value: npm6}}
+		reason := fmt.Sprintf("%s is lockfileVersion 1, written by npm 6, which resolves its peer dependencies as they were locked; use npm %s", e.Path, npm6)
+		return []Delta{{Reason: reason, Evidence: s.cite(line), Ops: ops}}
+	}
+	return nil
+}
+
+// scriptPackageRe finds the package whose install script failed, as npm,
+// yarn and pnpm name its directory.
+var scriptPackageRe = regexp.MustCompile(`(?:npm (?:ERR!|error) path|error|\.pnpm/\S+)\s*\S*node_modules/((?:@[^/\s:]+/)?[^/\s:]+)(?::|\s|$)`)
+
+// downloadSwitches are the environment switches packages document for
+// skipping the binary their install script downloads, with what the
+// contract provides instead.
+var downloadSwitches = map[string]struct {
+	env      map[string]string
+	packages []string
+	instead  string
+}{
+	"puppeteer":        {map[string]string{"PUPPETEER_SKIP_DOWNLOAD": "true", "PUPPETEER_EXECUTABLE_PATH": "/usr/bin/chromium"}, []string{"chromium"}, "Debian's chromium"},
+	"electron":         {map[string]string{"ELECTRON_SKIP_BINARY_DOWNLOAD": "1"}, nil, "nothing: the unit tests do not start Electron"},
+	"cypress":          {map[string]string{"CYPRESS_INSTALL_BINARY": "0"}, nil, "nothing: the Cypress app runs only end-to-end tests"},
+	"playwright":       {map[string]string{"PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}, []string{"chromium"}, "Debian's chromium"},
+	"playwright-core":  {map[string]string{"PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}, []string{"chromium"}, "Debian's chromium"},
+	"@playwright/test": {map[string]string{"PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD": "1"}, []string{"chromium"}, "Debian's chromium"},
+	"chromedriver":     {map[string]string{"CHROMEDRIVER_SKIP_DOWNLOAD": "true", "CHROMEDRIVER_FILEPATH": "/usr/bin/chromedriver"}, []string{"chromium-driver"}, "Debian's chromium-driver"},
+	"geckodriver":      {map[string]string{"GECKODRIVER_SKIP_DOWNLOAD": "true"}, nil, "nothing"},
+	"@sentry/cli":      {map[string]string{"SENTRYCLI_SKIP_DOWNLOAD": "1"}, nil, "nothing: the CLI uploads releases"},
+}
+
+// installDownload answers an install whose lifecycle script downloads a
+// binary from outside the registry: with the package's own switch to skip
+// it (and Debian's build of the browser where one is the point).
+func installDownload(s *Situation) []Delta {
+	a := s.Attempt
+	st := s.failed()
+	si := stageIndex(a.Contract, a.Stage)
+	if st == nil || si < 0 || !a.Contract.Stages[si].Network || a.Failure == nil || (a.Failure.Class != traces.NetworkNeeded && a.Failure.Class != traces.Unknown) {
+		return nil
+	}
+	pkg, line := match(a.Log, scriptPackageRe)
+	sw, ok := downloadSwitches[pkg]
+	if !ok {
+		return nil
+	}
+	var ops []Op
+	for _, k := range slices.Sorted(maps.Keys(sw.env)) {
+		if a.Contract.Env[k] != sw.env[k] {
+			ops = append(ops, Op{Kind: SetEnv, Name: k, Value: sw.env[k]})
+		}
+	}
+	for _, p := range sw.packages {
+		if !slices.Contains(a.Contract.SystemPackages, p) {
+			ops = append(ops, Op{Kind: AddSystemPackage, Name: p})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return []Delta{{
+		Reason:   fmt.Sprintf("%s's install script downloads a binary from outside the registry; skip it with the switch %s documents, and use %s", pkg, pkg, sw.instead),
+		Evidence: s.cite(line),
+		Ops:      ops,
+	}}
+}
+
+// nodeGypRe is node-gyp failing for want of the build tools it runs.
+var nodeGypRe = regexp.MustCompile(`gyp ERR! find Python|Could not find any Python installation|gyp ERR! stack Error: not found: make|gyp ERR! stack Error: \x60(?:make|g\+\+|cc)\x60 failed|node-gyp: (?:not found|command not found)|gyp: .*(?:make|g\+\+): not found`)
+
+// nativeBuild gives node-gyp what it builds a native addon with when no
+// prebuilt binary can be had: Python, make and a C++ compiler (the Node
+// headers come with the node toolchain).
+func nativeBuild(s *Situation) []Delta {
+	_, line := match(s.Attempt.Log, nodeGypRe)
+	if line == "" {
+		return nil
+	}
+	var ops []Op
+	for _, p := range []string{"python3", "make", "g++", "libc6-dev"} {
+		if !slices.Contains(s.Attempt.Contract.SystemPackages, p) {
+			ops = append(ops, Op{Kind: AddSystemPackage, Name: p})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return []Delta{{
+		Reason:   "a native addon builds from source with node-gyp, which needs Python, make and a C++ compiler; the node toolchain carries the headers it builds against",
+		Evidence: s.cite(line),
+		Ops:      ops,
+	}}
+}
+
+func cwdDir(cwd string) string {
+	if cwd == "" {
+		return "."
+	}
+	return cwd
 }
 
 func workingDirectory(s *Situation) []Delta {

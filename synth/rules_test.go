@@ -62,6 +62,7 @@ func excerpt(t *testing.T) *contents.Index {
 func TestRules(t *testing.T) {
 	ev := &discover.Result{Evidence: []discover.Evidence{
 		{Kind: discover.KindGoMod, Path: "backend/go.mod", Line: 1},
+		{Kind: discover.KindLockfile, Path: "package-lock.json", Facts: map[string]string{"manager": "npm", "format": "1"}},
 		{Kind: discover.KindGHAEnv, Path: ".github/workflows/ci.yml", Line: 7, Facts: map[string]string{"name": "APP_MODE", "value": "test"}},
 		{Kind: discover.KindGHAEnv, Path: ".github/workflows/ci.yml", Line: 8, Facts: map[string]string{"name": "API_TOKEN", "value": "${{ secrets.API_TOKEN }}"}},
 	}}
@@ -94,6 +95,10 @@ func TestRules(t *testing.T) {
 		{name: "node engine", stage: "fetch", class: traces.ToolchainVersion, log: "error vite@5.0.0: The engine \"node\" is incompatible with this module. Expected version \"^22.0.0\". Got \"20.11.1\"\n", want: "toolchain-version", op: SetToolchain, opName: "node", opVal: "22.11.0"},
 		{name: "go.sum drift", stage: "build", class: traces.DependencyResolution, log: "main.go:4:2: missing go.sum entry for module providing package github.com/x/y (imported by example.com/a); to add:\n\tgo get example.com/a\n", want: "lockfile-drift", op: InsertStep},
 		{name: "npm ci drift (npm 10)", stage: "fetch", run: "npm ci", class: traces.DependencyResolution, log: "npm error code EUSAGE\nnpm error\nnpm error `npm ci` can only install packages when your package.json and package-lock.json or npm-shrinkwrap.json are in sync. Please update your lock file with `npm install` before continuing.\nnpm error\nnpm error Missing: greet@1.0.0 from lock file\n", want: "lockfile-drift", op: ReplaceStep},
+		{name: "puppeteer downloads chrome", stage: "fetch", run: "npm ci", class: traces.NetworkNeeded, log: "npm error code 1\nnpm error path /work/src/node_modules/puppeteer\nnpm error command failed\nnpm error command sh -c node install.mjs\nnpm error Error: ERROR: Failed to set up chrome v131.0.6778.204! Set \"PUPPETEER_SKIP_DOWNLOAD\" env variable to skip download.\nnpm error   cause: Error: getaddrinfo ENOTFOUND storage.googleapis.com\n", want: "install-download", op: SetEnv, opName: "PUPPETEER_EXECUTABLE_PATH", opVal: "/usr/bin/chromium"},
+		{name: "electron (yarn 1)", stage: "fetch", run: "yarn install --frozen-lockfile", class: traces.NetworkNeeded, log: "[4/4] Building fresh packages...\nerror /work/src/node_modules/electron: Command failed.\nExit code: 1\nCommand: node install.js\nRequestError: getaddrinfo ENOTFOUND github.com\n", want: "install-download", op: SetEnv, opName: "ELECTRON_SKIP_BINARY_DOWNLOAD", opVal: "1"},
+		{name: "node-gyp without python", stage: "fetch", run: "npm ci", class: traces.Unknown, log: "npm error gyp info using node-gyp@10.1.0\nnpm error gyp ERR! find Python\nnpm error gyp ERR! find Python Python is not set from command line or npm configuration\n", want: "native-build", op: AddSystemPackage, opName: "python3"},
+		{name: "peer conflict, lockfile v1", stage: "fetch", run: "npm ci", class: traces.DependencyResolution, log: "npm error code ERESOLVE\nnpm error ERESOLVE could not resolve\nnpm error While resolving: react-dom@18.2.0\nnpm error Found: react@17.0.2\n", want: "peer-dependencies", op: SetToolchain, opName: "npm", opVal: "6.14.18"},
 		{name: "wrong cwd (go 1.22 package pattern)", stage: "verify", class: traces.Unknown, log: "pattern ./...: directory prefix . does not contain main module or its selected dependencies\n", want: "working-directory", op: SetCwd, opVal: "backend"},
 		{name: "network in build (go 1.22, network none)", stage: "build", class: traces.NetworkNeeded, log: "ids.go:4:8: github.com/google/uuid@v1.6.0: Get \"https://proxy.example/github.com/google/uuid/@v/v1.6.0.zip\": dial tcp: lookup proxy.example on 10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable\n", want: "network-in-build", op: InsertStep},
 		{name: "refuses root (a script's own check)", stage: "verify", class: traces.Unknown, user: "root", log: "check.sh: Running as root is not supported\n", want: "run-as", op: SetUser, opName: "builder"},
@@ -207,5 +212,22 @@ func TestIndexedRepairRecordsTheArchive(t *testing.T) {
 	}
 	if ds := missingCommand(&Situation{Attempt: &Attempt{Contract: c, Log: "sh: 1: cc: not found\n"}}); len(ds) != 1 || ds[0].Ops[0].Name != "gcc" {
 		t.Errorf("cc, an alternative, without an index: %+v", ds)
+	}
+}
+
+// A project that installs with --legacy-peer-deps somewhere gets the flag
+// where npm refuses its peer ranges; one that does not, nothing.
+func TestPeerDependenciesFollowTheProject(t *testing.T) {
+	c := draft()
+	c.Stages[0].Steps[0].Run = "npm ci"
+	log := "npm error code ERESOLVE\nnpm error ERESOLVE could not resolve\n"
+	a := &Attempt{N: 1, Contract: c, Stage: "fetch", Failure: &traces.Failure{Class: traces.DependencyResolution}, Log: log}
+	docs := &discover.Result{Evidence: []discover.Evidence{{Kind: discover.KindDocCommand, Path: "CONTRIBUTING.md", Line: 12, Facts: map[string]string{"command": "npm install --legacy-peer-deps"}}}}
+	ds := peerDependencies(&Situation{Attempt: a, Evidence: docs})
+	if len(ds) != 1 || ds[0].Ops[0].Step.Run != "npm ci --legacy-peer-deps" || !strings.Contains(ds[0].Reason, "CONTRIBUTING.md:12") {
+		t.Fatalf("deltas %+v", ds)
+	}
+	if ds := peerDependencies(&Situation{Attempt: a, Evidence: &discover.Result{}}); ds != nil {
+		t.Errorf("no evidence, yet %+v", ds)
 	}
 }

