@@ -25,6 +25,7 @@ var parsers = []parser{
 	{"node-test", parseNodeSpec},
 	{"jest", parseJest},
 	{"mocha", parseMocha},
+	{"bun", parseBun},
 }
 
 // Parse recognises the runners in output and reads every test they report.

@@ -472,6 +472,17 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-bun", verified: true, rules: []string{},
+			// bun from the npm registry's platform package: warm pass, cold pass
+			attempts: 2,
+			check: func(t *testing.T, r e2eRun) {
+				if b := r.out.Contract.Toolchain("bun"); b == nil || b.Version != "1.3.11" || !strings.HasPrefix(b.Hash, "sha512-") {
+					t.Fatalf("bun toolchain %+v", b)
+				}
+				wantPassed(t, r.out, "even numbers", "odd numbers and others")
+			},
+		},
+		{
 			fixture: "synth-drop-step", verified: true, rules: []string{"drop-step"},
 			// the badge step fails on a program nothing provides; dropped, warm pass, cold pass
 			attempts: 3,

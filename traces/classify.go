@@ -107,6 +107,8 @@ var classes = []struct {
 		{re: regexp.MustCompile(`^Tests:\s+([1-9]\d*) failed`), subject: fixed("")},
 		{re: regexp.MustCompile(`^# fail ([1-9]\d*)\s*$`), subject: fixed("")},
 		{re: regexp.MustCompile(`^\s*([1-9]\d*) failing\s*$`), subject: fixed("")},
+		{re: regexp.MustCompile(`^\(fail\) (.+?)(?: \[[0-9.]+m?s\])?$`), subject: group(1)},
+		{re: regexp.MustCompile(`^\s*([1-9]\d*) fail\s*$`), subject: fixed("")},
 	}},
 }
 
