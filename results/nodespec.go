@@ -17,7 +17,8 @@ var (
 // parseNodeSpec reads node --test's spec reporter. Tests that have subtests
 // open with "▶ name"; only the leaves are recorded, named by their path
 // joined with " > ". The summary's counts win. The "✖ failing tests:"
-// section repeats failures and is not read again.
+// section repeats failures; it is read only for the error of a failure
+// the first listing gave none for.
 func parseNodeSpec(lines []string) (Report, bool) {
 	var r Report
 	type frame struct {
@@ -48,6 +49,26 @@ func parseNodeSpec(lines []string) (Report, bool) {
 			continue
 		}
 		if failing {
+			// The section repeats each failure with its error; it gives
+			// the output of a failure the first listing showed without.
+			if m := specResult.FindStringSubmatch(l); m != nil && m[2] == "✖" {
+				flush()
+				for i := range r.Tests {
+					t := &r.Tests[i]
+					if t.Status == Failed && t.Output == "" && (t.Name == m[3] || strings.HasSuffix(t.Name, " > "+m[3])) {
+						cur = i
+						break
+					}
+				}
+				continue
+			}
+			if strings.HasPrefix(l, "test at ") {
+				flush()
+				continue
+			}
+			if cur >= 0 && (indent(l) > 0 || strings.TrimSpace(l) == "") {
+				out = append(out, l)
+			}
 			continue
 		}
 		ind := indent(l)

@@ -33,6 +33,7 @@ func TestParseSamples(t *testing.T) {
 		{"jest.txt", "jest", 2, 1, 2, "sum › fails on purpose", "Received: 2"},
 		{"jest-verbose.txt", "jest", 2, 1, 2, "sum › fails on purpose", "Received: 2"},
 		{"jest-color.txt", "jest", 1, 0, 0, "", ""},
+		{"node-spec-failing.txt", "node-test", 2, 1, 0, "addresses getter", `'{"address":"::1","family":"IPv6"}'`},
 		{"bun.txt", "bun", 2, 1, 1, "math > subtracts", "Received: 1"},
 	}
 	for _, tt := range tests {

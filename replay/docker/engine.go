@@ -197,6 +197,12 @@ func (e *Engine) Start(ctx context.Context, spec replay.ContainerSpec) (replay.C
 		NetworkMode: container.NetworkMode(spec.Network),
 		AutoRemove:  false,
 	}
+	if spec.Network == replay.NetworkNone {
+		// Loopback as a runner has it, ::1 beside 127.0.0.1: Node resolves
+		// localhost to ::1 first, and tests bind both. Docker turns IPv6
+		// off in a container's own namespace unless asked.
+		host.Sysctls = map[string]string{"net.ipv6.conf.all.disable_ipv6": "0", "net.ipv6.conf.lo.disable_ipv6": "0"}
+	}
 	if !spec.KeepCapabilities {
 		host.CapDrop = []string{"ALL"}
 		host.SecurityOpt = []string{"no-new-privileges"}

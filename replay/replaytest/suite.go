@@ -480,6 +480,13 @@ func (s *suite) networkModes(t *testing.T) {
 		if onlyLo := len(ifaces) == 1; onlyLo != tc.onlyLo {
 			t.Errorf("network %s: interfaces %q, want only lo = %v", tc.mode, ifaces, tc.onlyLo)
 		}
+		if tc.mode == replay.NetworkNone {
+			// IPv6 loopback, as a hosted runner has it (::1 on lo).
+			o := run(t, c, replay.ExecSpec{Cmd: []string{"cat", "/proc/net/if_inet6"}, Env: stdEnv})
+			if !strings.Contains(o.stdout, "00000000000000000000000000000001") {
+				t.Errorf("network none: no ::1 on loopback:\n%s", o.stdout)
+			}
+		}
 	}
 }
 
