@@ -27,7 +27,7 @@ const (
 	DefaultStepTimeout = 30 * time.Minute
 	// cleanupTimeout bounds removal after a run, which proceeds even when
 	// the run's context was cancelled.
-	cleanupTimeout = 30 * time.Second
+	cleanupTimeout = 2 * time.Minute
 )
 
 // Runner replays contracts. Make one with New.

@@ -34,7 +34,7 @@ var (
 const ManagedLabel = "dev.bootstrap.managed"
 
 // cleanupTimeout bounds removals done after the caller's context ended.
-const cleanupTimeout = 30 * time.Second
+const cleanupTimeout = 2 * time.Minute
 
 // Engine talks to one Docker daemon.
 type Engine struct {
