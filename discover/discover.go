@@ -63,7 +63,7 @@ func Run(ctx context.Context, snap *repo.Snapshot, opts ...Option) (*Result, err
 	for _, o := range opts {
 		o(&cfg)
 	}
-	d := &run{fsys: snap.FS, cfg: cfg, seen: map[string]bool{}}
+	d := &run{fsys: snap.FS, cfg: cfg, seen: map[string]bool{}, goDirs: map[string]bool{}}
 	var cands []string
 	err := fs.WalkDir(snap.FS, ".", func(p string, e fs.DirEntry, err error) error {
 		if err != nil {
@@ -92,6 +92,8 @@ func Run(ctx context.Context, snap *repo.Snapshot, opts ...Option) (*Result, err
 			d.seen[p] = true
 		} else if siblings[e.Name()] {
 			d.seen[p] = true
+		} else if strings.HasSuffix(e.Name(), ".go") {
+			d.goDirs[path.Dir(p)] = true
 		}
 		return nil
 	})
@@ -105,6 +107,7 @@ func Run(ctx context.Context, snap *repo.Snapshot, opts ...Option) (*Result, err
 		}
 		d.mine(p, res)
 	}
+	d.gopath()
 	res.Projects = d.projects()
 	for i := range d.ev {
 		d.ev[i].Project = projectOf(d.ev[i].Path, res.Projects)
@@ -139,8 +142,11 @@ type run struct {
 	// for markers and siblings (gradlew, lockfiles). Other files are left out
 	// to keep a large tree's walk small.
 	seen map[string]bool
-	ev   []Evidence
-	errs []Error
+	// goDirs are the directories holding Go source, for a repository
+	// with Go code and no go.mod.
+	goDirs map[string]bool
+	ev     []Evidence
+	errs   []Error
 }
 
 // file is one candidate being mined.
@@ -262,6 +268,29 @@ func digest(f *file, fh fs.File) (string, error) {
 
 var lockfiles = []string{"package-lock.json", "npm-shrinkwrap.json", "yarn.lock", "pnpm-lock.yaml", "bun.lock", "bun.lockb"}
 
+// gopath reports Go code in a repository with no go.mod or go.work at
+// all (a GOPATH-era project), at the shallowest directory holding it.
+func (d *run) gopath() {
+	if len(d.goDirs) == 0 {
+		return
+	}
+	for p := range d.seen {
+		if b := path.Base(p); b == "go.mod" || b == "go.work" {
+			return
+		}
+	}
+	best := ""
+	for dir := range d.goDirs {
+		if best == "" || strings.Count(dir, "/") < strings.Count(best, "/") || strings.Count(dir, "/") == strings.Count(best, "/") && dir < best || dir == "." {
+			best = dir
+		}
+		if best == "." {
+			break
+		}
+	}
+	d.ev = append(d.ev, Evidence{Kind: KindGoPath, Path: best, Facts: map[string]string{"dir": best}})
+}
+
 // projects finds every project root from the markers seen.
 func (d *run) projects() []Project {
 	byRoot := map[string]*Project{}
@@ -300,6 +329,11 @@ func (d *run) projects() []Project {
 			if u = strings.TrimSpace(u); u != "" {
 				goMembers[path.Join(dir, u)] = true
 			}
+		}
+	}
+	for _, e := range d.ev {
+		if e.Kind == KindGoPath {
+			addMarker(e.Facts["dir"], "*.go, no go.mod", "go")
 		}
 	}
 	for p := range d.seen {

@@ -668,3 +668,19 @@ func TestGitRevisions(t *testing.T) {
 		}
 	}
 }
+
+// Go code with no go.mod anywhere is a GOPATH-era project at the shallowest
+// directory holding it; with a go.mod, .go files are not evidence at all.
+func TestGOPATHProject(t *testing.T) {
+	res := runFS(t, mapFS(t, "-- cmd/tool/main.go --\npackage main\n-- lib.go --\npackage lib\n-- vendor/x/x.go --\npackage x\n"))
+	if e := find(res, KindGoPath, ".", nil); e == nil || e.Facts["dir"] != "." {
+		t.Fatalf("evidence %+v", res.Evidence)
+	}
+	if len(res.Projects) != 1 || res.Projects[0].Root != "." || res.Projects[0].Ecosystems[0] != "go" {
+		t.Errorf("projects %+v", res.Projects)
+	}
+	res = runFS(t, mapFS(t, "-- go.mod --\nmodule example.com/m\n-- lib.go --\npackage lib\n"))
+	if e := find(res, KindGoPath, ".", nil); e != nil {
+		t.Errorf("a module reported as GOPATH-era: %+v", e)
+	}
+}

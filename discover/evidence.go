@@ -159,7 +159,11 @@ const (
 	// KindGoWork facts: go and toolchain when present, use (comma
 	// separated, always set). KindGoVersionFile (.go-version) facts:
 	// version (first word of the first non-comment line).
-	KindGoMod         Kind = "go.mod"
+	KindGoMod Kind = "go.mod"
+	// KindGoPath: Go source in a repository with no go.mod or go.work (a
+	// GOPATH-era project). Path and fact dir are the shallowest directory
+	// holding .go files; line 0.
+	KindGoPath        Kind = "go.gopath"
 	KindGoWork        Kind = "go.work"
 	KindGoVersionFile Kind = "go.version-file"
 

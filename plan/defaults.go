@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"path"
 	"regexp"
 	"slices"
@@ -103,6 +104,7 @@ func (d defaulter) step(run, stage string, ev discover.Evidence, source contract
 func (d defaulter) golang() {
 	ev := d.in(discover.KindGoMod)
 	if ev == nil {
+		d.gopath()
 		return
 	}
 	d.step("go mod download", stageFetch, *ev, contract.SourceDefault, "Go default: download the modules go.mod requires while the network is on")
@@ -114,6 +116,53 @@ func (d defaulter) golang() {
 		return
 	}
 	d.step("go test ./...", stageVerify, *ev, contract.SourceDefault, "Go default: run every package's tests")
+}
+
+// importPathRe is a Go import path as a README's "go get" names it.
+var importPathRe = regexp.MustCompile(`^(?:github\.com|gitlab\.com|bitbucket\.org|golang\.org/x|gopkg\.in|[a-z0-9.-]+\.[a-z]{2,})/[A-Za-z0-9._~/-]+$`)
+
+// gopath plans a GOPATH-era project (Go code, no go.mod): modern Go needs a
+// module, so the fetch stage makes one from the import path the
+// documentation or CI names in a "go get", then resolves its requirements.
+func (d defaulter) gopath() {
+	var src *discover.Evidence
+	for _, e := range d.each(discover.KindGoPath) {
+		if e.Facts["dir"] == d.root {
+			e := e
+			src = &e
+		}
+	}
+	if src == nil {
+		return
+	}
+	var module string
+	var from discover.Evidence
+	for _, e := range d.res.Evidence {
+		cmd := e.Facts["command"] + e.Facts["run"]
+		w := strings.Fields(cmd)
+		if len(w) < 3 || w[0] != "go" || (w[1] != "get" && w[1] != "install") {
+			continue
+		}
+		for _, a := range w[2:] {
+			a = strings.TrimSuffix(strings.SplitN(a, "@", 2)[0], "/...")
+			if importPathRe.MatchString(a) {
+				module, from = a, e
+				break
+			}
+		}
+		if module != "" {
+			break
+		}
+	}
+	if module == "" {
+		d.skip("project", d.root+" (go)", *src, "Go code with no go.mod (a GOPATH-era project): go mod init needs its import path, and no go get in the documentation or CI names it")
+		return
+	}
+	why := fmt.Sprintf("a GOPATH-era project (Go code, no go.mod): make it a module under the import path %s names", from.Ref())
+	d.add("go mod init "+module, d.cwd, stageFetch, from, from.Line, contract.SourceDefault, 0.5, why, tierDefault)
+	d.add("go mod tidy", d.cwd, stageFetch, from, from.Line, contract.SourceDefault, 0.5, "resolve the new module's requirements while the network is on", tierDefault)
+	d.step("go build ./...", stageBuild, from, contract.SourceDefault, "Go default: compile every package")
+	d.step("go test ./...", stageVerify, from, contract.SourceDefault, "Go default: run every package's tests")
 }
 
 func (d defaulter) node() {

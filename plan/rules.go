@@ -504,6 +504,9 @@ func (p *run) stages() error {
 		}
 	}
 	if len(p.c.Stages) == 0 {
+		if len(p.each(discover.KindGoPath)) > 0 {
+			return errors.New("Go code with no go.mod (a GOPATH-era project), and no go get in the documentation or CI names the import path go mod init needs")
+		}
 		return errors.New("no project or command found to fetch, build or test")
 	}
 	if i := slices.IndexFunc(p.c.Stages, func(s contract.Stage) bool { return s.Name == stageVerify }); i >= 0 {

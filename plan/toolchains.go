@@ -29,7 +29,7 @@ func (p *run) toolchains() error {
 			}
 		}
 	}
-	if used["go"] && len(p.kept(discover.KindGoMod))+len(p.kept(discover.KindGoWork)) > 0 {
+	if used["go"] && len(p.kept(discover.KindGoMod))+len(p.kept(discover.KindGoWork))+len(p.kept(discover.KindGoPath)) > 0 {
 		if err := p.goToolchain(); err != nil {
 			return err
 		}

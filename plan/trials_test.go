@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/bootstrap-dev/bootstrap/discover"
@@ -87,5 +89,21 @@ func TestTaskAxisRunsEveryEntry(t *testing.T) {
 	wantRuns(t, out.Contract, "fetch: npm ci", "verify: npm run test:nodejs", "verify: npm run test:edge")
 	if st := out.Contract.Stages[1].Steps[1]; st.Reason != `CI job ci.yml#test runs it in step "Run `+"`test:edge`"+`" (the test:edge script: jest is a test tool)` {
 		t.Errorf("reason = %q", st.Reason)
+	}
+}
+
+// A GOPATH-era project (Go code, no go.mod) becomes a module under the
+// import path its README's go get names; with none named, the plan says so.
+func TestGOPATHProject(t *testing.T) {
+	gp := ev(discover.KindGoPath, ".", 0, "dir", ".")
+	out := explain(t, result([]discover.Project{proj(".", "go")}, gp,
+		ev(discover.KindDocCommand, "README.md", 9, "command", "go get -u github.com/example/oldlib", "doc", "README", "heading", "Install")))
+	wantRuns(t, out.Contract, "fetch: go mod init github.com/example/oldlib", "fetch: go mod tidy", "build: go build ./...", "verify: go test ./...")
+	if out.Contract.Toolchain("go") == nil {
+		t.Error("no Go toolchain")
+	}
+	_, err := NewRules().Explain(context.Background(), result([]discover.Project{proj(".", "go")}, gp))
+	if err == nil || !strings.Contains(err.Error(), "GOPATH-era") {
+		t.Errorf("no import path named: %v", err)
 	}
 }
