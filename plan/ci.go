@@ -56,9 +56,24 @@ func (p *run) ci() {
 		p.assignRole(j)
 	}
 	p.picked = p.selectJobs(jobs)
+	var kept []picked
 	for _, pk := range p.picked {
+		n := len(p.cands)
 		p.planJob(pk)
+		// A job none of whose tests can run here is no contract: its steps
+		// go, and the project falls back to its documentation and defaults.
+		if !slices.ContainsFunc(p.cands[n:], func(c candidate) bool { return c.stage == stageVerify }) {
+			p.cands = p.cands[:n]
+			why := "none of its test commands can run in a replay (each is named with why)"
+			p.skip("ci job", pk.job.ref(), pk.job.ev, why)
+			if i := len(p.out.Jobs) - 1; i >= 0 && p.out.Jobs[i].Job == pk.job.ref() {
+				p.out.Jobs[i].Chosen, p.out.Jobs[i].Cell, p.out.Jobs[i].Left = false, "", why
+			}
+			continue
+		}
+		kept = append(kept, pk)
 	}
+	p.picked = kept
 	p.ciEnv()
 }
 
@@ -154,6 +169,9 @@ func (p *run) testWidth(c command) int {
 		return 3
 	case "make", "gmake":
 		targets, _ := makeTargets(args)
+		if slices.ContainsFunc(args, isAssignment) {
+			return 2 // TEST=./vault: a variable narrows what runs
+		}
 		if len(targets) == 0 || slices.ContainsFunc(targets, wholeSuite) {
 			return 3
 		}
@@ -554,7 +572,8 @@ func (p *run) planJob(pk picked) {
 	p.out.Jobs = append(p.out.Jobs, JobRole{Job: j.ref(), Role: roleName(j.role), Why: j.why, Chosen: true, Cell: cellS, Evidence: j.ev.Ref()})
 	base := exprCtx{matrix: pk.choice.cell, inputs: j.inputs, missingEmpty: j.matrix != nil, env: p.jobEnv(j)}
 	defer p.containerVersion(j, base)
-	for _, s := range j.steps {
+	last := p.lastTestStep(j, pk.choice, base)
+	for i, s := range j.steps {
 		ctx := base
 		if s.inputs != nil {
 			ctx.inputs = s.inputs
@@ -581,9 +600,36 @@ func (p *run) planJob(pk picked) {
 				p.skip("ci step", s.run(), s.ev, fmt.Sprintf("its condition is false for the chosen cell %s (if: %s)", v, cond))
 				continue
 			}
-			p.planScript(j, s, vc)
+			p.planScript(j, s, vc, i > last)
 		}
 	}
+}
+
+// lastTestStep is the index of the job's last step that runs a test.
+func (p *run) lastTestStep(j *ciJob, ch choice, ctx exprCtx) int {
+	last := -1
+	for i, s := range j.steps {
+		if s.ev.Kind != discover.KindGHARun && s.ev.Kind != discover.KindGitLabScript {
+			continue
+		}
+		c := ctx
+		c.lenient = true
+		if s.inputs != nil {
+			c.inputs, c.parent = s.inputs, &ctx
+		}
+		for _, v := range variants(ch, stepText(s, c)) {
+			c.matrix = v
+			script, _ := p.expandWith(s.run(), c, true)
+			cwd, _ := p.expandWith(s.ev.Facts["working-directory"], c, false)
+			for _, cmd := range splitScript(script, joinCwd("", cwd), s.ev.Line) {
+				run, _ := unsudo(cmd.run)
+				if p.scripts.of(run, cmd.cwd).kind == kindTest {
+					last = i
+				}
+			}
+		}
+	}
+	return last
 }
 
 // stepText is what a step runs, with the inputs it reads written out.
@@ -738,7 +784,7 @@ func (p *run) versionFromFile(tool, file string) string {
 }
 
 // planScript adds the commands of one run step under one cell.
-func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx) {
+func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 	e := s.ev
 	secrets := map[string]bool{}
 	ctx.secrets = secrets
@@ -776,6 +822,10 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx) {
 		v := p.scripts.of(c.run, c.cwd)
 		if why := leftOut(v); why != "" {
 			p.skip("ci step", c.run, ref, why)
+			continue
+		}
+		if afterTests {
+			p.skip("ci step", c.run, ref, fmt.Sprintf("runs after the tests of %s (reports, uploads, cleanup): the verdict does not depend on it", j.ref()))
 			continue
 		}
 		reason := fmt.Sprintf("CI job %s runs it", j.ref())

@@ -31,6 +31,20 @@ var linters = map[string]bool{
 	"ineffassign": true, "shellcheck": true, "hadolint": true, "actionlint": true, "markdownlint": true,
 }
 
+// hostPackageManagers install onto the runner's system.
+var hostPackageManagers = map[string]bool{
+	"apt-get": true, "apt": true, "brew": true, "choco": true, "winget": true, "scoop": true, "snap": true,
+	"flatpak": true, "nix": true, "nix-env": true, "port": true, "rustup": true, "sdkmanager": true, "dnf": true,
+	"yum": true, "apk": true, "pacman": true, "zypper": true,
+}
+
+// kernelTools change the runner's kernel or system state.
+var kernelTools = map[string]bool{
+	"modprobe": true, "insmod": true, "rmmod": true, "mount": true, "umount": true, "swapon": true, "swapoff": true,
+	"iptables": true, "ip6tables": true, "nft": true, "systemctl": true, "service": true, "update-alternatives": true,
+	"ldconfig": true, "setcap": true, "chroot": true, "losetup": true,
+}
+
 var (
 	githubVar   = regexp.MustCompile(`\$\{?GITHUB_[A-Z_]+|\$\{?RUNNER_[A-Z_]+`)
 	aptInstall  = regexp.MustCompile(`^(?:sudo\s+)?(?:DEBIAN_FRONTEND=\S+\s+)?apt(?:-get)?\s+(?:-\S+\s+)*install\s+(.*)$`)
@@ -55,8 +69,10 @@ func hostedOnly(run string) string {
 		return "uses GitHub runner variables (GITHUB_*/RUNNER_*) that exist only on a hosted runner"
 	case runnerPath.MatchString(run):
 		return "names a path on the hosted runner"
-	case tool == "apt-get" || tool == "apt" || tool == "brew" || tool == "choco" || tool == "winget":
+	case hostPackageManagers[tool] || tool == "cargo" && (sub == "binstall" || sub == "install"):
 		return "host package manager; system packages are declared in the contract instead"
+	case kernelTools[tool] || tool == "sysctl" && slices.Contains(w, "-w") || tool == "ip" && (sub == "link" || sub == "netns" || sub == "addr" || sub == "route"):
+		return "changes the runner's kernel or system (modules, mounts, firewall, services); steps run unprivileged in a container"
 	case linters[tool]:
 		return "linter run; linters are not part of the setup contract"
 	case tool == "go" && sub == "install" && isLinterInstall(w):

@@ -146,7 +146,15 @@ type choice struct {
 // for a toolchain axis the pinned version, else the newest; every part of
 // a partitioned suite; a task a step names, each in turn.
 func (p *run) chooseCell(j *ciJob) (choice, error) {
-	all, err := cells(p.evalAxes(j))
+	m := p.evalAxes(j)
+	if m != nil {
+		for _, ax := range m.Axes {
+			if len(ax.Values) == 1 && expr.MatchString(ax.Values[0]) {
+				return choice{}, fmt.Errorf("its matrix axis %s is computed at run time (%s)", ax.Key, ax.Values[0])
+			}
+		}
+	}
+	all, err := cells(m)
 	if err != nil {
 		return choice{}, err
 	}

@@ -107,3 +107,42 @@ func TestGOPATHProject(t *testing.T) {
 		t.Errorf("no import path named: %v", err)
 	}
 }
+
+// moby's and goreleaser's test jobs load kernel modules, install with
+// snap, flatpak and rustup, and collect reports after the tests: none of
+// it is the contract.
+func TestRunnerOnlyAndAfterTheTests(t *testing.T) {
+	r := result([]discover.Project{proj(".", "go")},
+		ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"),
+		gha(discover.KindGHARun, 10, "run", "sudo modprobe ip_vs", "step", "kernel"),
+		gha(discover.KindGHARun, 11, "run", "snap install snapcraft --classic", "step", "snap"),
+		gha(discover.KindGHARun, 12, "run", "rustup default stable", "step", "rust"),
+		gha(discover.KindGHARun, 13, "run", "go test ./...", "step", "test"),
+		gha(discover.KindGHARun, 14, "run", "tar -czf reports.tgz bundles", "step", "reports", "if", "always()"))
+	out := explain(t, r)
+	wantRuns(t, out.Contract, "fetch: go mod download", "verify: go test ./...")
+	for run, why := range map[string]string{
+		"modprobe ip_vs": "kernel", "snap install snapcraft --classic": "host package manager",
+		"rustup default stable": "host package manager", "tar -czf reports.tgz bundles": "after the tests",
+	} {
+		if !hasSkip(out, run, why) {
+			t.Errorf("%q not left out with %q: %v", run, why, out.Skipped)
+		}
+	}
+}
+
+// A chosen job none of whose tests can run (openbao: its test step reads
+// a matrix computed at run time) is no contract: the project falls back
+// to its documentation.
+func TestChosenJobWithNothingToRunFallsBack(t *testing.T) {
+	r := result([]discover.Project{proj(".", "go")},
+		ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"),
+		ev(discover.KindMakeTarget, "Makefile", 3, "target", "test", "recipe", "go test ./..."),
+		gha(discover.KindGHARun, 10, "run", "gotestsum --packages \"$(cat ${{ needs.plan.outputs.file }})\"", "step", "test"),
+		ev(discover.KindDocCommand, "README.md", 7, "command", "make test", "doc", "README", "heading", "Test"))
+	out := explain(t, r)
+	wantRuns(t, out.Contract, "fetch: go mod download", "build: go build ./...", "verify: make test")
+	if !hasSkip(out, "ci.yml#test", "none of its test commands can run") || len(out.Jobs) != 1 || out.Jobs[0].Chosen {
+		t.Errorf("jobs %+v skipped %v", out.Jobs, out.Skipped)
+	}
+}
