@@ -349,6 +349,8 @@ func (d *run) projects() []Project {
 				continue
 			}
 			addMarker(dir, name, "node")
+		case "deno.json", "deno.jsonc":
+			addMarker(dir, name, "deno")
 		case "Cargo.toml":
 			addMarker(dir, name, "rust")
 		case "pyproject.toml", "requirements.txt", "setup.py":

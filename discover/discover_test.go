@@ -392,6 +392,21 @@ packages: ["packages/*"]
 {"name": "root"}
 -- pn/packages/a/package.json --
 {"name": "a"}
+-- dn/deno.jsonc --
+{
+  // a comment, and trailing commas
+  "name": "@x/dn",
+  "imports": { "is-number": "npm:is-number@7.0.0", },
+  "tasks": {
+    "test": "deno test --allow-read",
+    "dev": { "command": "deno run --watch main.ts", "description": "serve" },
+  },
+}
+-- dn/deno.lock --
+{
+  "version": "5",
+  "specifiers": {}
+}
 -- node_modules/pkg/package.json --
 {"name": "dep"}
 -- vendor/go.mod --
@@ -415,13 +430,17 @@ func TestMinersOtherEcosystems(t *testing.T) {
 		{KindCMake, "c/sub/CMakeLists.txt", nil, "c"},
 		{KindMeson, "m/meson.build:1", map[string]string{"project": "mes"}, ""},
 		{KindConfigure, "ac/configure.ac", nil, "ac"},
+		{KindDenoConfig, "dn/deno.jsonc:3", map[string]string{"name": "@x/dn", "tasks": "dev,test", "imports": "is-number"}, "dn"},
+		{KindDenoTask, "dn/deno.jsonc:6", map[string]string{"name": "test", "command": "deno test --allow-read"}, "dn"},
+		{KindDenoTask, "dn/deno.jsonc:7", map[string]string{"name": "dev", "command": "deno run --watch main.ts"}, "dn"},
+		{KindDenoLock, "dn/deno.lock:2", map[string]string{"version": "5"}, "dn"},
 	})
 	var roots []string
 	for _, p := range res.Projects {
 		roots = append(roots, p.Root+"="+strings.Join(p.Markers, "+"))
 	}
 	// setup.py and pnpm-workspace.yaml are never mined, yet still shape projects.
-	want := "ac=configure c=CMakeLists.txt java=pom.xml kt=build.gradle.kts pn=package.json py=pyproject.toml+requirements.txt pysetup=setup.py rb=Gemfile rs=Cargo.toml"
+	want := "ac=configure c=CMakeLists.txt dn=deno.jsonc java=pom.xml kt=build.gradle.kts pn=package.json py=pyproject.toml+requirements.txt pysetup=setup.py rb=Gemfile rs=Cargo.toml"
 	if got := strings.Join(roots, " "); got != want {
 		t.Errorf("projects = %s\nwant       %s", got, want)
 	}

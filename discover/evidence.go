@@ -46,7 +46,7 @@ func (e Error) Error() string {
 type Project struct {
 	// Root is slash-separated and relative to the repository root; "." for the root.
 	Root string `json:"root"`
-	// Kinds of ecosystems found at this root, sorted: "go", "node", "python", "rust", "java", "ruby", "c".
+	// Kinds of ecosystems found at this root, sorted: "go", "node", "deno", "python", "rust", "java", "ruby", "c".
 	Ecosystems []string `json:"ecosystems"`
 	// Markers are the files that make it a project (go.mod, package.json, ...).
 	Markers []string `json:"markers"`
@@ -181,6 +181,15 @@ const (
 	KindPackageScript   Kind = "node.script"
 	KindLockfile        Kind = "lockfile"
 	KindNodeVersionFile Kind = "node.version-file"
+
+	// Deno. KindDenoConfig (deno.json, deno.jsonc) facts: name, tasks
+	// (sorted, comma separated), imports (the import map's keys, likewise),
+	// nodeModulesDir (as written). KindDenoTask: one tasks entry. Facts:
+	// name, command (a string task, or an object task's "command").
+	// KindDenoLock (deno.lock) facts: version (the lockfile format).
+	KindDenoConfig Kind = "deno.config"
+	KindDenoTask   Kind = "deno.task"
+	KindDenoLock   Kind = "deno.lock"
 
 	// KindToolVersions: one line of .tool-versions. Facts: tool, version
 	// (the first one listed).

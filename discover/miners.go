@@ -51,6 +51,10 @@ func minerFor(p string) *miner {
 		base == "pnpm-lock.yaml" || base == "bun.lock" || base == "bun.lockb" ||
 		base == "poetry.lock" || base == "uv.lock" || base == "Pipfile.lock":
 		return &miner{fn: mineLockfile, head: true}
+	case base == "deno.json" || base == "deno.jsonc":
+		return &miner{fn: mineDenoConfig}
+	case base == "deno.lock":
+		return &miner{fn: mineDenoLock, head: true}
 	case base == "pyproject.toml":
 		return &miner{fn: minePyProject}
 	case strings.HasPrefix(base, "requirements") && strings.HasSuffix(base, ".txt"):

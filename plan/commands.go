@@ -56,13 +56,14 @@ type verdict struct {
 type scripts struct {
 	pkg  map[string]map[string]string // dir → script name → command
 	make map[string]map[string]string // dir → target → recipe
+	deno map[string]map[string]string // dir → deno task → command
 	// open holds the scripts being followed, so one that runs itself in
 	// its workspaces ("test": "bun --filter '*' test") ends.
 	open map[string]bool
 }
 
 func newScripts(res *discover.Result) *scripts {
-	s := &scripts{pkg: map[string]map[string]string{}, make: map[string]map[string]string{}}
+	s := &scripts{pkg: map[string]map[string]string{}, make: map[string]map[string]string{}, deno: map[string]map[string]string{}}
 	add := func(m map[string]map[string]string, dir, name, cmd string) {
 		if m[dir] == nil {
 			m[dir] = map[string]string{}
@@ -79,6 +80,8 @@ func newScripts(res *discover.Result) *scripts {
 			add(s.make, makeDir(res, e.Path), e.Facts["target"], e.Facts["recipe"])
 		case discover.KindTask:
 			add(s.make, path.Dir(e.Path)+"\x00task", e.Facts["task"], e.Facts["recipe"])
+		case discover.KindDenoTask:
+			add(s.deno, path.Dir(e.Path), e.Facts["name"], e.Facts["command"])
 		}
 	}
 	return s
@@ -157,6 +160,8 @@ func (s *scripts) kindAt(run, dir string, depth int) verdict {
 		return s.packageScript(tool, args, dir, depth)
 	case "make", "gmake", "task", "just":
 		return s.target(tool, args, dir, depth)
+	case "deno":
+		return s.denoKind(args, dir, depth)
 	case "turbo", "nx", "lerna":
 		return s.taskRunner(tool, args)
 	case "concurrently", "npm-run-all", "run-p", "run-s", "start-server-and-test", "server-test":
@@ -372,6 +377,53 @@ func (s *scripts) packageScript(tool string, args []string, dir string, depth in
 	}
 	if k, ok := nameKind(sub); ok {
 		return verdict{k, "a script named for " + k.String()}
+	}
+	return verdict{kindBuild, ""}
+}
+
+// denoKind reads a deno subcommand; "deno task x" follows the task.
+func (s *scripts) denoKind(args []string, dir string, depth int) verdict {
+	rest := dropFlags(args)
+	if len(rest) == 0 {
+		return verdict{kindBuild, ""}
+	}
+	if slices.Contains(args, "--watch") {
+		return verdict{kindServe, "runs in watch mode and never exits"}
+	}
+	switch rest[0] {
+	case "test":
+		return verdict{kindTest, "deno test"}
+	case "install", "cache", "add":
+		if slices.Contains(args, "-g") || slices.Contains(args, "--global") {
+			return verdict{kindFetch, "installs a tool"}
+		}
+		return verdict{kindFetch, "installs the dependencies"}
+	case "lint", "fmt", "check":
+		return verdict{kindLint, "deno " + rest[0] + " is a check"}
+	case "bench":
+		return verdict{kindBench, "deno bench"}
+	case "publish":
+		return verdict{kindRelease, "deno publish publishes"}
+	case "serve":
+		return verdict{kindServe, "starts a server"}
+	case "task":
+		if len(rest) < 2 {
+			return verdict{kindBuild, ""}
+		}
+		name := rest[1]
+		if cmd, ok := s.deno[dir][name]; ok && depth < maxDepth && !s.open[dir+"\x00deno\x00"+name] {
+			if s.open == nil {
+				s.open = map[string]bool{}
+			}
+			s.open[dir+"\x00deno\x00"+name] = true
+			v := s.kindAt(cmd, dir, depth+1)
+			delete(s.open, dir+"\x00deno\x00"+name)
+			v.why = "the deno task " + name + ": " + orDefault(v.why, v.kind.String())
+			return v
+		}
+		if k, ok := nameKind(name); ok {
+			return verdict{k, "a task named for " + k.String()}
+		}
 	}
 	return verdict{kindBuild, ""}
 }

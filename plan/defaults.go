@@ -34,6 +34,9 @@ func (p *run) addDefaults() {
 		if pr.ecosystems["node"] {
 			d.node()
 		}
+		if pr.ecosystems["deno"] {
+			d.deno()
+		}
 		if pr.ecosystems["python"] {
 			d.python()
 		}
@@ -210,6 +213,45 @@ func (d defaulter) node() {
 		} else {
 			d.step(runner+" test", stageVerify, s, contract.SourceManifest, "package.json has a test script")
 		}
+	}
+}
+
+// deno plans a Deno project: deno.json's tasks when it has them, else
+// Deno's own commands. Beside a package.json with a test script the Node
+// project wins: such a deno.json is there to publish to JSR.
+func (d defaulter) deno() {
+	cfg := d.in(discover.KindDenoConfig)
+	if cfg == nil {
+		return
+	}
+	for _, e := range d.each(discover.KindPackageScript) {
+		if path.Dir(e.Path) == d.root && e.Facts["name"] == "test" && !npmPlaceholder.MatchString(e.Facts["command"]) {
+			d.skip("deno config", cfg.Path, *cfg, "package.json here has a test script; the Node project's commands apply")
+			return
+		}
+	}
+	tasks := map[string]discover.Evidence{}
+	for _, e := range d.each(discover.KindDenoTask) {
+		if path.Dir(e.Path) == d.root {
+			tasks[e.Facts["name"]] = e
+		}
+	}
+	install, src, why := "deno install", *cfg, "Deno default: install what deno.json's imports name"
+	if lock := d.in(discover.KindDenoLock); lock != nil {
+		install, src, why = "deno install --frozen", *lock, "Deno default: install exactly what deno.lock pins"
+	}
+	d.step(install, stageFetch, src, contract.SourceDefault, why)
+	// Type-checking the test modules downloads every module they import
+	// (a remote URL, an npm: or jsr: specifier), so the tests need no
+	// network of their own.
+	d.step("deno test --no-run", stageFetch, *cfg, contract.SourceDefault, "Deno default: fetch and type-check what the test modules import while the network is on")
+	if t, ok := tasks["build"]; ok {
+		d.step("deno task build", stageBuild, t, contract.SourceManifest, "deno.json has a build task")
+	}
+	if t, ok := tasks["test"]; ok {
+		d.step("deno task test", stageVerify, t, contract.SourceManifest, "deno.json has a test task")
+	} else {
+		d.step("deno test", stageVerify, *cfg, contract.SourceDefault, "Deno default: run the test modules with deno's runner")
 	}
 }
 

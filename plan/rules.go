@@ -69,7 +69,7 @@ func WithUser(user string) Option { return func(r *Rules) { r.user = user } }
 func WithVersions(v Versions) Option { return func(r *Rules) { r.versions = v } }
 
 // WithDefaultVersion sets the version spec used when a repository names
-// none, for tool go, node, yarn (classic), yarn-berry, pnpm or bun.
+// none, for tool go, node, yarn (classic), yarn-berry, pnpm, bun or deno.
 func WithDefaultVersion(tool, spec string) Option {
 	return func(r *Rules) { r.defaults[tool] = spec }
 }
@@ -90,7 +90,7 @@ func NewRules(opts ...Option) *Rules {
 		versions: EmbeddedTable(),
 		defaults: map[string]string{
 			"go": "stable", "node": "lts/*", "npm": npmDefault, "yarn": "1.22.22", "yarn-berry": "4.9.4",
-			"pnpm": "9.15.9", "bun": "1.3.11",
+			"pnpm": "9.15.9", "bun": "1.3.11", "deno": "2.9.6",
 		},
 	}
 	for _, o := range opts {
@@ -331,6 +331,8 @@ func ecosystemOf(run string) string {
 		return "python"
 	case "cargo":
 		return "rust"
+	case "deno":
+		return "deno"
 	}
 	return ""
 }

@@ -34,6 +34,9 @@ func (p *run) toolchains() error {
 			return err
 		}
 	}
+	if used["deno"] {
+		p.declareRuntime("deno", "", nil, "")
+	}
 	if used["node"] && len(p.kept(discover.KindPackageJSON)) > 0 {
 		if err := p.nodeToolchain(); err != nil {
 			return err
@@ -325,30 +328,39 @@ func (p *run) declarePackageManagers() {
 }
 
 // declareBun declares bun, the platform package its npm installer depends
-// on: the version packageManager pins, else .tool-versions, else the
-// chosen CI cell's setup-bun, else the default.
+// on: the version packageManager pins, else as declareRuntime.
 func (p *run) declareBun(m pm) {
-	if p.c.Toolchain("bun") != nil {
+	p.declareRuntime("bun", m.version, m.ev, "package.json packageManager pins it")
+}
+
+// declareRuntime declares a JavaScript runtime that ships as a platform
+// package on the npm registry (bun, deno): the version given, else
+// .tool-versions, else the chosen CI cell's setup action when it names an
+// exact version, else the default.
+func (p *run) declareRuntime(name, v string, ev *discover.Evidence, why string) {
+	if p.c.Toolchain(name) != nil {
 		return
 	}
-	v, ev, why := m.version, m.ev, "package.json packageManager pins it"
 	if v == "" {
 		for _, e := range p.byProject(discover.KindToolVersions) {
-			if e.Facts["tool"] == "bun" && exactSemver.MatchString(e.Facts["version"]) {
+			if e.Facts["tool"] == name && exactSemver.MatchString(e.Facts["version"]) {
 				e := e
 				v, ev, why = e.Facts["version"], &e, ".tool-versions pins it"
 				break
 			}
 		}
 	}
-	if s, ok := p.ciSetup["bun"]; ok && v == "" && exactSemver.MatchString(strings.TrimPrefix(s.spec, "v")) {
+	if s, ok := p.ciSetup[name]; ok && v == "" && exactSemver.MatchString(strings.TrimPrefix(s.spec, "v")) {
 		v, ev, why = strings.TrimPrefix(s.spec, "v"), &s.ev, "the chosen CI cell sets it up"
 	}
 	if v == "" {
-		v, why = p.defaults["bun"], "nothing pins an exact version, so the default"
+		v, why = p.defaults[name], "nothing pins an exact version, so the default"
+		if s, ok := p.ciSetup[name]; ok && s.spec != "" {
+			ev, why = &s.ev, fmt.Sprintf("the chosen CI cell asks for %q, no exact version, so the default", s.spec)
+		}
 	}
-	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: "bun", Version: v, Source: release.Source("bun", v)})
-	p.decide("toolchain bun", v, ev, why+"; bun comes as its linux-x64 platform package from the npm registry")
+	p.c.Toolchains = append(p.c.Toolchains, contract.Toolchain{Name: name, Version: v, Source: release.Source(name, v)})
+	p.decide("toolchain "+name, v, ev, why+"; "+name+" comes as its linux-x64 platform package from the npm registry")
 }
 
 // npmVersion is the npm to declare when the project pins none: the default

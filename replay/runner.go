@@ -18,7 +18,7 @@ import (
 
 // VerifierVersion names the replay semantics. It is an input of every
 // verdict, so changing how a replay judges a contract must change it.
-const VerifierVersion = "bootstrap-replay/4"
+const VerifierVersion = "bootstrap-replay/5"
 
 // Defaults for the limits a step runs under.
 const (

@@ -245,7 +245,7 @@ func (x *run) env() []string {
 	m["YARN_CACHE_FOLDER"] = depCacheDir + "/yarn"
 	m["PATH"] = strings.Join(append(dirs, stdPath), ":")
 	if x.inputs.ca != nil {
-		for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "PIP_CERT"} {
+		for _, k := range []string{"SSL_CERT_FILE", "NODE_EXTRA_CA_CERTS", "GIT_SSL_CAINFO", "PIP_CERT", "DENO_CERT"} {
 			m[k] = caFile
 		}
 	}

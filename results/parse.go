@@ -26,6 +26,8 @@ var parsers = []parser{
 	{"jest", parseJest},
 	{"mocha", parseMocha},
 	{"bun", parseBun},
+	{"playwright", parsePlaywright},
+	{"deno", parseDeno},
 }
 
 // Parse recognises the runners in output and reads every test they report.

@@ -35,6 +35,10 @@ func TestParseSamples(t *testing.T) {
 		{"jest-color.txt", "jest", 1, 0, 0, "", ""},
 		{"node-spec-failing.txt", "node-test", 2, 1, 0, "addresses getter", `'{"address":"::1","family":"IPv6"}'`},
 		{"bun.txt", "bun", 2, 1, 1, "math > subtracts", "Received: 1"},
+		{"deno.txt", "deno", 2, 2, 1, "nested > inner fails", "inner boom"},
+		{"playwright-list.txt", "playwright", 1, 1, 1, "group › fails on purpose", "Received: 1"},
+		{"playwright-dot.txt", "playwright", 1, 1, 1, "group › fails on purpose", "Received: 1"},
+		{"playwright-line.txt", "playwright", 1, 1, 1, "group › fails on purpose", "Received: 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {

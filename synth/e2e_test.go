@@ -483,6 +483,31 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-playwright", verified: true, rules: []string{"playwright-browser"},
+			// no browser build: Debian's chromium linked where Playwright looks, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if !slices.Contains(r.out.Contract.SystemPackages, "chromium") {
+					t.Fatalf("packages %v", r.out.Contract.SystemPackages)
+				}
+				if f := r.out.Attempts[0].Failure; f == nil || !strings.Contains(strings.Join(f.Lines, "\n"), "ms-playwright") && !strings.Contains(r.out.Attempts[0].Log, "Executable doesn't exist") {
+					t.Fatalf("the first attempt did not fail for want of the browser: %+v", f)
+				}
+				wantPassed(t, r.out, "renders a heading", "counts clicks")
+			},
+		},
+		{
+			fixture: "synth-deno", verified: true, rules: []string{},
+			// deno from the npm registry's platform package: warm pass, cold pass
+			attempts: 2,
+			check: func(t *testing.T, r e2eRun) {
+				if d := r.out.Contract.Toolchain("deno"); d == nil || d.Version != "2.9.6" || !strings.HasPrefix(d.Hash, "sha512-") {
+					t.Fatalf("deno toolchain %+v", d)
+				}
+				wantPassed(t, r.out, "even numbers", "odd numbers and others > odd", "odd numbers and others > neither")
+			},
+		},
+		{
 			fixture: "synth-drop-step", verified: true, rules: []string{"drop-step"},
 			// the badge step fails on a program nothing provides; dropped, warm pass, cold pass
 			attempts: 3,
@@ -514,6 +539,21 @@ func TestE2ESynth(t *testing.T) {
 				}
 				if !strings.Contains(d, "github.com/bootstrap-dev-fixtures/no-such-module@v0.0.1") || !strings.Contains(d, "proxy.golang.org") || !strings.Contains(d, "not available") {
 					t.Fatalf("diagnosis %q does not name the module, version and proxy", d)
+				}
+			},
+		},
+		{
+			fixture: "synth-vendor-download", verified: false, rules: []string{},
+			// the install script cannot reach the vendor's host: stop at once
+			attempts: 1,
+			check: func(t *testing.T, r e2eRun) {
+				a := r.out.Attempts[0]
+				if a.Failure == nil || a.Failure.Class != traces.DependencyUnavailable {
+					t.Fatalf("failure %+v, want dependency-unavailable", a.Failure)
+				}
+				d := r.out.Diagnosis
+				if !strings.Contains(d, "https://downloads.example.invalid/engine/v1.4.2/engine-linux-x64.tar.gz") || !strings.Contains(d, "install script") {
+					t.Fatalf("diagnosis %q does not name the install script and the URL", d)
 				}
 			},
 		},

@@ -86,6 +86,7 @@ var Rules = []Rule{
 	{"peer-dependencies", peerDependencies},
 	{"install-download", installDownload},
 	{"native-build", nativeBuild},
+	{"playwright-browser", playwrightBrowser},
 	{"working-directory", workingDirectory},
 	{"missing-env", missingEnv},
 	{"network-in-build", networkInBuild},
@@ -513,6 +514,56 @@ func installDownload(s *Situation) []Delta {
 	}}
 }
 
+var (
+	// lifecycleRe is a package manager reporting that an install script
+	// (preinstall, install, postinstall) failed.
+	lifecycleRe = regexp.MustCompile(`(?:npm (?:ERR!|error) command sh -c|ELIFECYCLE|error Command failed\.|Command: )`)
+	urlRe       = regexp.MustCompile(`https?://[^\s'"<>)\]]+`)
+)
+
+// vendorDownload is the failure to report when an install script, with the
+// network on, cannot fetch a binary from outside the registry and no
+// package switch is known to skip it: the download is a dependency this
+// machine cannot have, so the synth stops at once (class
+// dependency-unavailable) naming the package and the URL, rather than
+// spending replays on it. Nil when the failure is not that.
+func vendorDownload(a *Attempt) *traces.Failure {
+	f := a.Failure
+	if f == nil || f.Class != traces.NetworkNeeded || a.Contract == nil {
+		return nil
+	}
+	si := stageIndex(a.Contract, a.Stage)
+	if si < 0 || !a.Contract.Stages[si].Network || !lifecycleRe.MatchString(a.Log) {
+		return nil
+	}
+	pkg, _ := match(a.Log, scriptPackageRe)
+	if _, ok := downloadSwitches[pkg]; ok {
+		return nil // the install-download rule skips it
+	}
+	who := "the project's own install script"
+	if pkg != "" {
+		who = pkg + "'s install script"
+	}
+	where := f.Subject
+	for _, u := range urlRe.FindAllString(a.Log, -1) {
+		if f.Subject == "" || strings.Contains(u, "://"+f.Subject) {
+			where = u
+			break
+		}
+	}
+	out := *f
+	out.Class = traces.DependencyUnavailable
+	out.Subject = fmt.Sprintf("%s downloads %s, outside the registry, and cannot reach it", who, orDefault(where, "a file"))
+	return &out
+}
+
+func orDefault(s, def string) string {
+	if s == "" {
+		return def
+	}
+	return s
+}
+
 // nodeGypRe is node-gyp failing for want of the build tools it runs.
 var nodeGypRe = regexp.MustCompile(`gyp ERR! find Python|Could not find any Python installation|gyp ERR! stack Error: not found: make|gyp ERR! stack Error: \x60(?:make|g\+\+|cc)\x60 failed|node-gyp: (?:not found|command not found)|gyp: .*(?:make|g\+\+): not found`)
 
@@ -538,6 +589,46 @@ func nativeBuild(s *Situation) []Delta {
 		Evidence: s.cite(line),
 		Ops:      ops,
 	}}
+}
+
+// playwrightMissingRe is Playwright failing to launch a browser build that
+// `playwright install` was to download; the path names the build
+// (chromium_headless_shell-1255/chrome-headless-shell-linux64/...).
+var playwrightMissingRe = regexp.MustCompile(`Executable doesn't exist at \S*/ms-playwright/(((chromium[a-z_-]*|firefox|webkit)-\d+)/\S+)`)
+
+// playwrightBrowser answers Playwright tests whose browser build is absent:
+// its builds come from Microsoft's CDN, which a replay must not reach, so
+// Debian's chromium is declared and linked where Playwright looks for the
+// build it names. Playwright reads no variable for a browser's path, so the
+// link is the one mechanism that leaves the project's files alone. Its
+// firefox and webkit are patched builds Debian does not ship; those stay
+// failures the diagnosis names.
+func playwrightBrowser(s *Situation) []Delta {
+	m := playwrightMissingRe.FindStringSubmatchIndex(s.Attempt.Log)
+	if m == nil || s.failed() == nil {
+		return nil
+	}
+	log := s.Attempt.Log
+	rel, browser := log[m[2]:m[3]], log[m[6]:m[7]]
+	if !strings.HasPrefix(browser, "chromium") {
+		return nil
+	}
+	link := `"${PLAYWRIGHT_BROWSERS_PATH:-${XDG_CACHE_HOME:-$HOME/.cache}/ms-playwright}/` + rel + `"`
+	run := fmt.Sprintf(`mkdir -p "$(dirname %s)" && ln -sfn /usr/bin/chromium %s`, link, link)
+	c := s.Attempt.Contract
+	if slices.ContainsFunc(c.Stages, func(st contract.Stage) bool {
+		return slices.ContainsFunc(st.Steps, func(x contract.Step) bool { return x.Run == run })
+	}) {
+		return nil // linked already, and it did not launch
+	}
+	line := lineAt(log, m[0])
+	reason := fmt.Sprintf("Playwright looks for its own %s build, downloaded from a CDN outside the registry; use Debian's chromium, linked where Playwright looks", log[m[4]:m[5]])
+	st := &contract.Step{Run: run, Evidence: s.cite(line), Source: contract.SourceRepair, Confidence: 0.7, Reason: reason}
+	ops := []Op{{Kind: InsertStep, Stage: s.Attempt.Stage, Index: s.Attempt.Index, Step: st}}
+	if !slices.Contains(c.SystemPackages, "chromium") {
+		ops = append([]Op{{Kind: AddSystemPackage, Name: "chromium"}}, ops...)
+	}
+	return []Delta{{Reason: reason, Evidence: st.Evidence, Ops: ops}}
 }
 
 func cwdDir(cwd string) string {

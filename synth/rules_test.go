@@ -98,6 +98,8 @@ func TestRules(t *testing.T) {
 		{name: "puppeteer downloads chrome", stage: "fetch", run: "npm ci", class: traces.NetworkNeeded, log: "npm error code 1\nnpm error path /work/src/node_modules/puppeteer\nnpm error command failed\nnpm error command sh -c node install.mjs\nnpm error Error: ERROR: Failed to set up chrome v131.0.6778.204! Set \"PUPPETEER_SKIP_DOWNLOAD\" env variable to skip download.\nnpm error   cause: Error: getaddrinfo ENOTFOUND storage.googleapis.com\n", want: "install-download", op: SetEnv, opName: "PUPPETEER_EXECUTABLE_PATH", opVal: "/usr/bin/chromium"},
 		{name: "electron (yarn 1)", stage: "fetch", run: "yarn install --frozen-lockfile", class: traces.NetworkNeeded, log: "[4/4] Building fresh packages...\nerror /work/src/node_modules/electron: Command failed.\nExit code: 1\nCommand: node install.js\nRequestError: getaddrinfo ENOTFOUND github.com\n", want: "install-download", op: SetEnv, opName: "ELECTRON_SKIP_BINARY_DOWNLOAD", opVal: "1"},
 		{name: "node-gyp without python", stage: "fetch", run: "npm ci", class: traces.Unknown, log: "npm error gyp info using node-gyp@10.1.0\nnpm error gyp ERR! find Python\nnpm error gyp ERR! find Python Python is not set from command line or npm configuration\n", want: "native-build", op: AddSystemPackage, opName: "python3"},
+		{name: "playwright without its browser", stage: "verify", run: "npm test", class: traces.Unknown, log: "  1) tests/page.spec.js:2:1 › renders a heading\n    Error: browserType.launch: Executable doesn't exist at /home/builder/.cache/ms-playwright/chromium_headless_shell-1255/chrome-headless-shell-linux64/chrome-headless-shell\n", want: "playwright-browser", op: AddSystemPackage, opName: "chromium"},
+		{name: "playwright's firefox is not Debian's", stage: "verify", run: "npm test", class: traces.Unknown, log: "    Error: browserType.launch: Executable doesn't exist at /home/builder/.cache/ms-playwright/firefox-1572/firefox/firefox\n", want: ""},
 		{name: "peer conflict, lockfile v1", stage: "fetch", run: "npm ci", class: traces.DependencyResolution, log: "npm error code ERESOLVE\nnpm error ERESOLVE could not resolve\nnpm error While resolving: react-dom@18.2.0\nnpm error Found: react@17.0.2\n", want: "peer-dependencies", op: SetToolchain, opName: "npm", opVal: "6.14.18"},
 		{name: "wrong cwd (go 1.22 package pattern)", stage: "verify", class: traces.Unknown, log: "pattern ./...: directory prefix . does not contain main module or its selected dependencies\n", want: "working-directory", op: SetCwd, opVal: "backend"},
 		{name: "network in build (go 1.22, network none)", stage: "build", class: traces.NetworkNeeded, log: "ids.go:4:8: github.com/google/uuid@v1.6.0: Get \"https://proxy.example/github.com/google/uuid/@v/v1.6.0.zip\": dial tcp: lookup proxy.example on 10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable\n", want: "network-in-build", op: InsertStep},
@@ -229,5 +231,64 @@ func TestPeerDependenciesFollowTheProject(t *testing.T) {
 	}
 	if ds := peerDependencies(&Situation{Attempt: a, Evidence: &discover.Result{}}); ds != nil {
 		t.Errorf("no evidence, yet %+v", ds)
+	}
+}
+
+func TestPlaywrightLinksTheBuildItNames(t *testing.T) {
+	c := draft()
+	c.Stages[2].Steps[0].Run = "npm test"
+	log := "Error: browserType.launch: Executable doesn't exist at /home/builder/.cache/ms-playwright/chromium-1255/chrome-linux64/chrome\n"
+	a := &Attempt{N: 3, Contract: c, Stage: "verify", Failure: &traces.Failure{Class: traces.Unknown}, Log: log}
+	ds := playwrightBrowser(&Situation{Attempt: a})
+	if len(ds) != 1 {
+		t.Fatalf("deltas %+v", ds)
+	}
+	want := `mkdir -p "$(dirname "${PLAYWRIGHT_BROWSERS_PATH:-${XDG_CACHE_HOME:-$HOME/.cache}/ms-playwright}/chromium-1255/chrome-linux64/chrome")" && ln -sfn /usr/bin/chromium "${PLAYWRIGHT_BROWSERS_PATH:-${XDG_CACHE_HOME:-$HOME/.cache}/ms-playwright}/chromium-1255/chrome-linux64/chrome"`
+	ins := ds[0].Ops[len(ds[0].Ops)-1]
+	if ins.Kind != InsertStep || ins.Stage != "verify" || ins.Index != 0 || ins.Step.Run != want {
+		t.Fatalf("insert %+v, want the link before the failed step:\n%s", ins, want)
+	}
+	next, err := Apply(c, ds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(next.SystemPackages, "chromium") {
+		t.Fatalf("packages %v", next.SystemPackages)
+	}
+	// Linked already and still failing: the rule has nothing more to give.
+	a2 := &Attempt{N: 4, Contract: next, Stage: "verify", Index: 1, Failure: a.Failure, Log: log}
+	if ds := playwrightBrowser(&Situation{Attempt: a2}); ds != nil {
+		t.Fatalf("proposed the same link twice: %+v", ds)
+	}
+}
+
+func TestVendorDownloadStops(t *testing.T) {
+	c := draft()
+	c.Stages[0].Steps[0].Run = "npm ci"
+	log := "> enginewrap@1.0.0 postinstall\n> node scripts/fetch-engine.js\n\ndownloading https://downloads.example.invalid/engine/v1.4.2/engine-linux-x64.tar.gz\nError: getaddrinfo ENOTFOUND downloads.example.invalid\nnpm error code 1\nnpm error path /work/src\nnpm error command failed\nnpm error command sh -c node scripts/fetch-engine.js\n"
+	for _, tc := range []struct {
+		name, stage, log string
+		class            traces.Class
+		want             string // in the subject; "" for no stop
+	}{
+		{"the project's own script", "fetch", log, traces.NetworkNeeded, "the project's own install script downloads https://downloads.example.invalid/engine/v1.4.2/engine-linux-x64.tar.gz"},
+		{"a dependency's script", "fetch", "npm error path /work/src/node_modules/engine-bin\nnpm error command sh -c node install.js\nnpm error Error: getaddrinfo ENOTFOUND cdn.example.invalid\n", traces.NetworkNeeded, "engine-bin's install script downloads cdn.example.invalid"},
+		{"a known switch is the install-download rule's", "fetch", "npm error path /work/src/node_modules/electron\nnpm error command sh -c node install.js\nRequestError: getaddrinfo ENOTFOUND github.com\n", traces.NetworkNeeded, ""},
+		{"with the network off it is the network rules'", "build", log, traces.NetworkNeeded, ""},
+		{"no install script", "fetch", "Error: getaddrinfo ENOTFOUND downloads.example.invalid\n", traces.NetworkNeeded, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			a := &Attempt{N: 1, Contract: c, Stage: tc.stage, Failure: &traces.Failure{Class: tc.class, Subject: traces.Classify(1, false, false, []byte(tc.log)).Subject}, Log: tc.log}
+			f := vendorDownload(a)
+			if tc.want == "" {
+				if f != nil {
+					t.Fatalf("stopped: %+v", f)
+				}
+				return
+			}
+			if f == nil || f.Class != traces.DependencyUnavailable || !strings.Contains(f.Subject, tc.want) {
+				t.Fatalf("failure %+v, want dependency-unavailable naming %q", f, tc.want)
+			}
+		})
 	}
 }

@@ -167,7 +167,7 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 			cur = a.Contract // pins (digests, hashes) written back by the replay
 		}
 		out.Contract = cur
-		if a.Failure != nil && a.Failure.Class == traces.TestFailure && !rerun[d] && len(failedTests(a.Tests)) > 0 {
+		if a.Failure != nil && a.Failure.Class == traces.TestFailure && !rerun[d] && len(failedTests(a.Tests)) > 0 && !setupMissing(a) {
 			// An identical rerun, from scratch: tests that pass once and
 			// fail once are flaky. A failure seen only in a resumed state
 			// is not flakiness, and is not quarantined.
@@ -216,6 +216,9 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 		if len(a.Tests) > 0 && a.Stage != "" && !a.Resumed {
 			bestTests = max(bestTests, ranCount(a.Tests))
 		}
+		if f := vendorDownload(a); f != nil {
+			a.Failure = f
+		}
 		if a.Failure != nil && a.Failure.Class == traces.DependencyUnavailable {
 			// What a registry does not serve no revision of the contract
 			// can change: stop at once and say what.
@@ -230,6 +233,13 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 		}
 		cur = next
 	}
+}
+
+// setupMissing says the tests failed for want of something the log names
+// outright (a browser build never installed), which no rerun can tell from
+// flakiness: a replay spent on one would be wasted.
+func setupMissing(a *Attempt) bool {
+	return playwrightMissingRe.MatchString(a.Log)
 }
 
 // reviserTries is how many proposals the reviser gets per failure before the
@@ -460,7 +470,7 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 	case traces.NetworkNeeded:
 		b.WriteString("the step needs the network, which only the fetch stage has; a service or download it expects is not part of the contract.")
 	case traces.DependencyUnavailable:
-		fmt.Fprintf(&b, "a dependency is not available: %s. The registry or proxy does not serve it, so no revision of the contract can make this step pass here.", orWhat(f.Subject))
+		fmt.Fprintf(&b, "a dependency is not available: %s. No revision of the contract can make this step pass here.", orWhat(f.Subject))
 	case traces.DependencyResolution:
 		b.WriteString("the dependencies could not be resolved as the lockfile and manifests ask (a conflict, or drift no rule repaired).")
 	case traces.MissingCommand, traces.MissingLibrary:
@@ -475,6 +485,9 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 		b.WriteString("a permission is denied that neither user setting fixes.")
 	default:
 		b.WriteString("no rule recognises this failure.")
+	}
+	if m := playwrightMissingRe.FindStringSubmatch(last.Log); m != nil && !strings.HasPrefix(m[3], "chromium") {
+		fmt.Fprintf(&b, " The tests need Playwright's own %s build (%s), a patched browser Debian does not ship; only chromium can be provided.", m[3], m[2])
 	}
 	if len(f.Lines) > 0 {
 		b.WriteString(" Deciding line: ")
