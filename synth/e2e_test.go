@@ -508,6 +508,39 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-peer-deps", verified: true, rules: []string{"peer-dependencies"},
+			// npm install refuses the peer ranges; --legacy-peer-deps from CONTRIBUTING, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.DependencyResolution {
+					t.Fatalf("first failure %+v, want dependency-resolution (ERESOLVE)", f)
+				}
+				if st := r.out.Contract.Stages[0].Steps[0]; st.Run != "npm install --legacy-peer-deps" || !strings.Contains(st.Reason, "CONTRIBUTING.md") {
+					t.Fatalf("install step %+v", st)
+				}
+				wantPassed(t, r.out, "renders a greeting")
+			},
+		},
+		{
+			fixture: "synth-native-addon", verified: true, rules: []string{"native-build"},
+			// the prebuilt download fails, node-gyp lacks its tools; python3, make, g++ added, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				for _, p := range []string{"python3", "make", "g++"} {
+					if !slices.Contains(r.out.Contract.SystemPackages, p) {
+						t.Errorf("%s not declared: %v", p, r.out.Contract.SystemPackages)
+					}
+				}
+				// The prebuilt download cannot succeed here, nor can a download of
+				// Node's headers (nodejs.org is unreachable): tests that load the
+				// addon prove it was built from source against the toolchain's.
+				if first := r.out.Attempts[0].Log; !strings.Contains(first, "node-pre-gyp") || !strings.Contains(first, "gyp ERR!") {
+					t.Errorf("the first attempt did not fail on the prebuilt download and the build tools:\n%s", first)
+				}
+				wantPassed(t, r.out, "a password matches its own hash", "another password does not")
+			},
+		},
+		{
 			fixture: "synth-drop-step", verified: true, rules: []string{"drop-step"},
 			// the badge step fails on a program nothing provides; dropped, warm pass, cold pass
 			attempts: 3,

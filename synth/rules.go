@@ -522,11 +522,11 @@ var (
 )
 
 // vendorDownload is the failure to report when an install script, with the
-// network on, cannot fetch a binary from outside the registry and no
-// package switch is known to skip it: the download is a dependency this
-// machine cannot have, so the synth stops at once (class
-// dependency-unavailable) naming the package and the URL, rather than
-// spending replays on it. Nil when the failure is not that.
+// network on, cannot fetch a binary from outside the registry and no rule
+// answered (no package switch skips it, no build from source follows it):
+// the download is a dependency this machine cannot have, so the synth
+// stops (class dependency-unavailable) naming the package and the URL.
+// Nil when the failure is not that.
 func vendorDownload(a *Attempt) *traces.Failure {
 	f := a.Failure
 	if f == nil || f.Class != traces.NetworkNeeded || a.Contract == nil {

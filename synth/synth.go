@@ -216,9 +216,6 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 		if len(a.Tests) > 0 && a.Stage != "" && !a.Resumed {
 			bestTests = max(bestTests, ranCount(a.Tests))
 		}
-		if f := vendorDownload(a); f != nil {
-			a.Failure = f
-		}
 		if a.Failure != nil && a.Failure.Class == traces.DependencyUnavailable {
 			// What a registry does not serve no revision of the contract
 			// can change: stop at once and say what.
@@ -228,6 +225,9 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 		sit := &Situation{Attempt: a, History: out.Attempts, Evidence: ev, Resolve: l.resolve, Packages: l.packages}
 		next, ok := l.repair(ctx, cur, sit, n, tried, out)
 		if !ok {
+			if f := vendorDownload(a); f != nil {
+				a.Failure = f // what no repair answered is a download this machine cannot have
+			}
 			out.Diagnosis = l.diagnose(out, "")
 			return out, nil
 		}
