@@ -2,6 +2,8 @@ package contract
 
 import (
 	"fmt"
+	"regexp"
+	"strconv"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -72,8 +74,11 @@ type Stage struct {
 	Network bool `yaml:"network,omitempty" json:"network,omitempty"`
 	// Strongest marks the stage holding the strongest verification (the full
 	// test suite as the project itself runs it). Exactly one stage has it.
-	Strongest bool   `yaml:"strongest,omitempty" json:"strongest,omitempty"`
-	Steps     []Step `yaml:"steps" json:"steps"`
+	Strongest bool `yaml:"strongest,omitempty" json:"strongest,omitempty"`
+	// Memory is the stage container's memory limit; zero means the
+	// replay's default. A repair raises it when a step runs out.
+	Memory Bytes  `yaml:"memory,omitempty" json:"memory,omitempty"`
+	Steps  []Step `yaml:"steps" json:"steps"`
 }
 
 // Step is one shell command and the evidence for it.
@@ -149,6 +154,60 @@ func (d *Duration) UnmarshalText(b []byte) error {
 		return fmt.Errorf("timeout %q is not a duration such as 10m", b)
 	}
 	*d = Duration(v)
+	return nil
+}
+
+// The bounds of a stage's memory limit.
+const (
+	MinMemory Bytes = 256 << 20
+	MaxMemory Bytes = 64 << 30
+)
+
+// Bytes is a memory size, written with a binary unit: "512MiB", "8GiB".
+type Bytes int64
+
+var bytesRe = regexp.MustCompile(`^([0-9]+)(KiB|MiB|GiB)$`)
+
+var byteUnits = map[string]int64{"KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+// String writes the size in the largest unit that divides it.
+func (b Bytes) String() string {
+	for _, u := range []string{"GiB", "MiB", "KiB"} {
+		if n := byteUnits[u]; int64(b)%n == 0 && b != 0 {
+			return strconv.FormatInt(int64(b)/n, 10) + u
+		}
+	}
+	return strconv.FormatInt(int64(b)/(1<<10), 10) + "KiB"
+}
+
+// MarshalYAML writes the size with its unit.
+func (b Bytes) MarshalYAML() (any, error) { return b.String(), nil }
+
+// UnmarshalYAML reads a size such as 8GiB.
+func (b *Bytes) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return fmt.Errorf("line %d: memory must be a size such as 8GiB", n.Line)
+	}
+	if err := b.UnmarshalText([]byte(n.Value)); err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	return nil
+}
+
+// MarshalText writes the size with its unit (used by JSON).
+func (b Bytes) MarshalText() ([]byte, error) { return []byte(b.String()), nil }
+
+// UnmarshalText reads a size such as 512MiB or 8GiB.
+func (b *Bytes) UnmarshalText(t []byte) error {
+	m := bytesRe.FindSubmatch(t)
+	if m == nil {
+		return fmt.Errorf("memory %q is not a size such as 8GiB", t)
+	}
+	n, err := strconv.ParseInt(string(m[1]), 10, 64)
+	if err != nil || n > 1<<20 {
+		return fmt.Errorf("memory %q is too large", t)
+	}
+	*b = Bytes(n * byteUnits[string(m[2])])
 	return nil
 }
 

@@ -21,7 +21,7 @@ func sample() *Contract {
 		Secrets:        []string{"NPM_TOKEN"},
 		Stages: []Stage{
 			{Name: "fetch", Network: true, Steps: []Step{{Run: "go mod download", Evidence: "go.mod:1", Source: SourceDefault, Confidence: 0.7, Reason: "modules"}}},
-			{Name: "verify", Strongest: true, Steps: []Step{{Run: "go test ./...", Timeout: Duration(10 * time.Minute), Evidence: ".github/workflows/ci.yml:40", Source: SourceCI, Confidence: 0.95, Reason: "the suite CI runs"}}},
+			{Name: "verify", Strongest: true, Memory: 8 << 30, Steps: []Step{{Run: "go test ./...", Timeout: Duration(10 * time.Minute), Evidence: ".github/workflows/ci.yml:40", Source: SourceCI, Confidence: 0.95, Reason: "the suite CI runs"}}},
 		},
 		Inputs: map[string]string{"go.mod": "sha256:" + strings.Repeat("b", 64)},
 	}
@@ -51,6 +51,9 @@ func TestRoundTripIsByteIdentical(t *testing.T) {
 	if !strings.Contains(string(b), "timeout: 10m0s") {
 		t.Fatalf("duration not written as text:\n%s", b)
 	}
+	if !strings.Contains(string(b), "memory: 8GiB") {
+		t.Fatalf("memory not written with its unit:\n%s", b)
+	}
 }
 
 func TestParseErrorsNameFileLineField(t *testing.T) {
@@ -61,6 +64,8 @@ func TestParseErrorsNameFileLineField(t *testing.T) {
 		{"bad yaml", "version: 1\n  platform: [\n", "c.yaml:2:"},
 		{"bad timeout", "version: 1\nplatform: linux/amd64\nbase: {image: x}\nuser: builder\nstages:\n  - name: verify\n    strongest: true\n    steps:\n      - run: make\n        timeout: soon\n        evidence: Makefile:1\n        source: default\n        confidence: 1\n        reason: r\n", "c.yaml:10: timeout \"soon\" is not a duration"},
 		{"empty", "", "c.yaml:1: empty contract"},
+		{"bad memory", "version: 1\nplatform: linux/amd64\nbase: {image: x}\nuser: builder\nstages:\n  - name: verify\n    strongest: true\n    memory: 8GB\n    steps:\n      - run: make\n        evidence: Makefile:1\n        source: default\n        confidence: 1\n        reason: r\n", "c.yaml:8: memory \"8GB\" is not a size such as 8GiB"},
+		{"memory out of bounds", "version: 1\nplatform: linux/amd64\nbase: {image: x}\nuser: builder\nstages:\n  - name: verify\n    strongest: true\n    memory: 1MiB\n    steps:\n      - run: make\n        evidence: Makefile:1\n        source: default\n        confidence: 1\n        reason: r\n", "stages[0].memory: 1MiB is outside 256MiB to 64GiB"},
 		{"missing evidence", "version: 1\nplatform: linux/amd64\nbase: {image: x}\nuser: builder\nstages:\n  - name: verify\n    strongest: true\n    steps:\n      - run: make\n        source: default\n        confidence: 1\n        reason: r\n", "c.yaml:9: stages[0].steps[0].evidence: every step needs its evidence"},
 	}
 	for _, tc := range cases {

@@ -350,6 +350,9 @@ func (v *validator) stages(stages []Stage) {
 				v.fail(f+".network", "the strongest verification must run with the network off")
 			}
 		}
+		if s.Memory != 0 && (s.Memory < MinMemory || s.Memory > MaxMemory) {
+			v.fail(f+".memory", "%s is outside %s to %s", s.Memory, MinMemory, MaxMemory)
+		}
 		if len(s.Steps) == 0 {
 			v.fail(f+".steps", "a stage needs at least one step")
 		}

@@ -31,3 +31,14 @@ func TestFailureFromTheRunnersReport(t *testing.T) {
 		t.Errorf("no report: %+v", g)
 	}
 }
+
+// node --test reports a test file whose process died for memory as a failed
+// test saying only "test failed"; the runtime's line in the log decides.
+func TestOutOfMemoryOutranksTheReport(t *testing.T) {
+	log := []byte("FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory\nnot ok 1 - /work/src/index.test.js\n  ---\n  error: 'test failed'\n  ...\n1..1\n# fail 1\n")
+	f := traces.Classify(134, false, false, log)
+	g := fromReport(f, results.Parse(log))
+	if g.Class != traces.OutOfMemory || g.Subject != traces.NodeHeap {
+		t.Fatalf("got %+v, want Node's heap out of memory", g)
+	}
+}

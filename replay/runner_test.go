@@ -290,3 +290,23 @@ func withoutRun(t *testing.T, b []byte) []byte {
 	}
 	return append(append([]byte{}, b[:i]...), b[i+j+4:]...)
 }
+
+func TestStageMemoryOverridesTheDefault(t *testing.T) {
+	e := newEngine(t)
+	c := testContract("true")
+	c.Stages[1].Memory = 8 << 30
+	r := replay.New(replay.WithEngine(e), replay.WithClock(fixedClock()))
+	if res, _ := run(t, r, c); res.Verdict != traces.Pass {
+		t.Fatalf("verdict %s, failure %+v", res.Verdict, res.Failure)
+	}
+	var mem []int64
+	for _, call := range e.Calls() {
+		if call.Op == "Start" && call.Start.Network != "" {
+			mem = append(mem, call.Start.MemoryBytes)
+		}
+	}
+	want := []int64{replay.DefaultMemory, 8 << 30} // fetch keeps the default, verify has its own
+	if !slices.Equal(mem[len(mem)-2:], want) {
+		t.Fatalf("stage containers' memory %v, want the last two %v", mem, want)
+	}
+}

@@ -108,8 +108,14 @@ func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut 
 // fromReport decides a test step's failure from the runner's own report
 // first: when it names failed tests, their output says why (a network
 // error in it is still a network need), and a line elsewhere in the log,
-// such as a passing test's name, decides nothing.
+// such as a passing test's name, decides nothing. Running out of memory
+// is the exception.
 func fromReport(f *traces.Failure, rep results.Report) *traces.Failure {
+	if f != nil && f.Class == traces.OutOfMemory {
+		// A runner reports a test process the memory limit killed as a
+		// failed test ("test failed"); the runtime's own line says why.
+		return f
+	}
 	var out []byte
 	var first string
 	for _, t := range rep.Tests {
@@ -293,7 +299,11 @@ func (x *run) stage(ctx context.Context, s contract.Stage, env []string) (bool, 
 	}
 	x.stageStart(s.Name, s.Network)
 	start := x.now()
-	c, err := x.engine.Start(ctx, ContainerSpec{Image: x.runImage, Network: network, Mounts: x.mounts, Labels: x.labels(), MemoryBytes: x.memory, PidsLimit: x.pids})
+	memory := x.memory
+	if s.Memory != 0 {
+		memory = int64(s.Memory) // the contract's own limit, raised by a repair
+	}
+	c, err := x.engine.Start(ctx, ContainerSpec{Image: x.runImage, Network: network, Mounts: x.mounts, Labels: x.labels(), MemoryBytes: memory, PidsLimit: x.pids})
 	if err != nil {
 		return false, fmt.Errorf("starting stage %s: %w", s.Name, err)
 	}

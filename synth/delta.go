@@ -51,6 +51,7 @@ const (
 	SetEnv           OpKind = "set-env"            // Name, Value
 	SetCwd           OpKind = "set-cwd"            // Stage, Index, Value
 	SetTimeout       OpKind = "set-timeout"        // Stage, Index, Value (Go duration)
+	SetMemory        OpKind = "set-memory"         // Stage, Value (a size such as 8GiB)
 	SetUser          OpKind = "set-user"           // Name
 	InsertStep       OpKind = "insert-step"        // Stage (created as a fetch stage if absent and named fetch), Index, Step
 	ReplaceStep      OpKind = "replace-step"       // Stage, Index, Step
@@ -104,6 +105,16 @@ func apply(c *contract.Contract, op Op) error {
 		c.User = op.Name
 	case SetArchive:
 		c.Archive = &contract.Archive{Suite: op.Name, Release: op.Value}
+	case SetMemory:
+		si := stageIndex(c, op.Stage)
+		if si < 0 {
+			return fmt.Errorf("no stage %q", op.Stage)
+		}
+		var b contract.Bytes
+		if err := b.UnmarshalText([]byte(op.Value)); err != nil {
+			return err
+		}
+		c.Stages[si].Memory = b
 	case SetCwd, SetTimeout, ReplaceStep:
 		st, err := step(c, op.Stage, op.Index)
 		if err != nil {

@@ -541,6 +541,20 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-node-heap", verified: true, rules: []string{"memory"},
+			// Node's heap runs out; its limit raised within the stage's memory, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.OutOfMemory || f.Subject != traces.NodeHeap {
+					t.Fatalf("first failure %+v, want Node's heap out of memory", f)
+				}
+				if got := r.out.Contract.Env["NODE_OPTIONS"]; got != "--max-old-space-size=3072" {
+					t.Fatalf("NODE_OPTIONS = %q", got)
+				}
+				wantPassed(t, r.out, "the whole index fits in memory")
+			},
+		},
+		{
 			fixture: "synth-drop-step", verified: true, rules: []string{"drop-step"},
 			// the badge step fails on a program nothing provides; dropped, warm pass, cold pass
 			attempts: 3,

@@ -6,6 +6,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/discover"
 	"github.com/bootstrap-dev/bootstrap/plan"
+	"github.com/bootstrap-dev/bootstrap/replay"
 	"github.com/bootstrap-dev/bootstrap/results"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
@@ -93,6 +95,7 @@ var Rules = []Rule{
 	{"network-in-test", networkInTest},
 	{"run-as", runAs},
 	{"timeout", timeout},
+	{"memory", memory},
 }
 
 // LastResort is tried after the rules and the reviser found nothing: it
@@ -843,6 +846,62 @@ func timeout(s *Situation) []Delta {
 		Reason:   fmt.Sprintf("the step ran out of its %s; allow %s", cur, next),
 		Evidence: s.cite("timed out after " + cur.String()),
 		Ops:      []Op{{Kind: SetTimeout, Stage: a.Stage, Index: a.Index, Value: next.String()}},
+	}}
+}
+
+// maxMemory bounds how far the memory rule may raise a stage's limit: two
+// thirds of the 24 GiB machine replays are sized for.
+const maxMemory = contract.Bytes(16 << 30)
+
+var heapFlagRe = regexp.MustCompile(`--max-old-space-size=(\d+)`)
+
+// memory answers a step that ran out of memory. When it was Node's own heap,
+// the heap first gets three quarters of the stage's memory
+// (NODE_OPTIONS=--max-old-space-size); when the container ran out, or the
+// heap already had that, the stage's memory doubles, up to maxMemory, and
+// Node's heap follows it.
+func memory(s *Situation) []Delta {
+	a := s.Attempt
+	si := stageIndex(a.Contract, a.Stage)
+	if a.Failure == nil || a.Failure.Class != traces.OutOfMemory || si < 0 {
+		return nil
+	}
+	cur := a.Contract.Stages[si].Memory
+	if cur == 0 {
+		cur = contract.Bytes(replay.DefaultMemory)
+	}
+	node := a.Failure.Subject == traces.NodeHeap
+	opts := a.Contract.Env["NODE_OPTIONS"]
+	heap := 0
+	if m := heapFlagRe.FindStringSubmatch(opts); m != nil {
+		heap, _ = strconv.Atoi(m[1])
+	}
+	withHeap := func(mem contract.Bytes) Op {
+		flag := fmt.Sprintf("--max-old-space-size=%d", int64(mem)*3/4>>20)
+		v := strings.TrimSpace(heapFlagRe.ReplaceAllString(opts, flag))
+		if !heapFlagRe.MatchString(opts) {
+			v = strings.TrimSpace(opts + " " + flag)
+		}
+		return Op{Kind: SetEnv, Name: "NODE_OPTIONS", Value: v}
+	}
+	evidence := s.cite(firstLine(a.Failure.Lines))
+	if node && int64(heap) < int64(cur)*3/4>>20 {
+		return []Delta{{
+			Reason:   fmt.Sprintf("Node ran out of its heap; let it use three quarters of the stage's %s", cur),
+			Evidence: evidence, Ops: []Op{withHeap(cur)},
+		}}
+	}
+	next := min(2*cur, maxMemory)
+	if next <= cur {
+		return nil
+	}
+	ops := []Op{{Kind: SetMemory, Stage: a.Stage, Value: next.String()}}
+	if node {
+		ops = append(ops, withHeap(next))
+	}
+	return []Delta{{
+		Reason:   fmt.Sprintf("the step ran out of the stage's %s of memory; allow %s", cur, next),
+		Evidence: evidence, Ops: ops,
 	}}
 }
 

@@ -113,6 +113,8 @@ func TestRules(t *testing.T) {
 		{name: "refuses root", stage: "verify", class: traces.Unknown, user: "root", log: "initdb: error: cannot be run as root\nPlease log in (using, e.g., \"su\") as the (unprivileged) user\n", want: "run-as", op: SetUser, opName: "builder"},
 		{name: "refuses root (npm style)", stage: "verify", class: traces.Unknown, user: "root", log: "Error: Running as root is not supported\n", want: "run-as", op: SetUser, opName: "builder"},
 		{name: "needs root", stage: "build", class: traces.Permission, log: "mkdir: cannot create directory '/usr/local/lib/foo': Permission denied\n", want: "run-as", op: SetUser, opName: "root"},
+		{name: "node heap", stage: "verify", class: traces.OutOfMemory, log: "FATAL ERROR: Reached heap limit Allocation failed - JavaScript heap out of memory\n", want: "memory", op: SetEnv, opName: "NODE_OPTIONS", opVal: "--max-old-space-size=3072"},
+		{name: "container out of memory", stage: "verify", class: traces.OutOfMemory, log: "Killed\n", want: "memory", op: SetMemory, opVal: "8GiB"},
 		{name: "timeout", stage: "verify", class: traces.Timeout, log: "", want: "timeout", op: SetTimeout, opVal: "1h0m0s"},
 		{name: "a build step nothing can provide for", stage: "build", run: "./scripts/fetch-assets.sh", class: traces.Unknown, log: "curl: (6) Could not resolve host: assets.example.com\n", want: "drop-step", op: RemoveStep},
 		{name: "a failing test is never dropped", stage: "verify", run: "./scripts/fetch-assets.sh", class: traces.Unknown, log: "curl: (6) Could not resolve host: assets.example.com\n", want: ""},
@@ -132,6 +134,9 @@ func TestRules(t *testing.T) {
 				st.Run = tc.run
 			}
 			f := &traces.Failure{Class: tc.class}
+			if c := traces.Classify(1, false, false, []byte(tc.log)); c.Class == tc.class {
+				f.Subject = c.Subject // as the replay reports it
+			}
 			if i := strings.IndexByte(tc.log, '\n'); i > 0 {
 				f.Lines = []string{tc.log[:i]}
 			}
@@ -290,5 +295,22 @@ func TestVendorDownloadStops(t *testing.T) {
 				t.Fatalf("failure %+v, want dependency-unavailable naming %q", f, tc.want)
 			}
 		})
+	}
+}
+
+func TestMemoryGrowsWithinTheBudget(t *testing.T) {
+	oom := func(c *contract.Contract, subject string) []Delta {
+		a := &Attempt{N: 2, Contract: c, Stage: "verify", Failure: &traces.Failure{Class: traces.OutOfMemory, Subject: subject, Lines: []string{"x"}}}
+		return memory(&Situation{Attempt: a})
+	}
+	c := draft()
+	c.Env = map[string]string{"NODE_OPTIONS": "--enable-source-maps --max-old-space-size=3072"}
+	ds := oom(c, traces.NodeHeap)
+	if len(ds) != 1 || len(ds[0].Ops) != 2 || ds[0].Ops[0].Value != "8GiB" || ds[0].Ops[1].Value != "--enable-source-maps --max-old-space-size=6144" {
+		t.Fatalf("the heap had the stage's share already; want the stage and the heap doubled, got %+v", ds)
+	}
+	c.Stages[2].Memory = 16 << 30
+	if ds := oom(c, ""); ds != nil {
+		t.Fatalf("at the budget's limit, yet %+v", ds)
 	}
 }

@@ -100,7 +100,7 @@ func check(before, after *contract.Contract, moveTests, drop bool) error {
 		if w, ok := before.Env[k]; ok && w == v {
 			continue
 		}
-		if testKnob.MatchString(k) {
+		if testKnob.MatchString(k) && !onlyMemory(before.Env[k], v) {
 			return &Weakening{fmt.Sprintf("sets %s, which changes how tests run", k)}
 		}
 		for _, e := range escapes {
@@ -142,6 +142,24 @@ var plainWord = regexp.MustCompile(`^[A-Za-z0-9._/:@+][A-Za-z0-9._/:@+-]*$`)
 
 // testKnob matches variables that change what a test runner runs or how
 // strictly: runner flags and options, CI detection, skip switches.
+// onlyMemory reports whether after differs from before only in a runtime's
+// memory limit (Node's --max-old-space-size), which lets tests run without
+// changing which run or how they are judged.
+func onlyMemory(before, after string) bool {
+	had := map[string]bool{}
+	for _, w := range strings.Fields(before) {
+		had[w] = true
+	}
+	for _, w := range strings.Fields(after) {
+		if !had[w] && !heapFlag.MatchString(w) {
+			return false
+		}
+	}
+	return true
+}
+
+var heapFlag = regexp.MustCompile(`^--max-old-space-size=\d+$`)
+
 var testKnob = regexp.MustCompile(`(?i)(FLAGS|OPTIONS|OPTS)$|^(CI|PYTEST_ADDOPTS|GOTOOLCHAIN)$|^SKIP_|_SKIP$|^JEST_|^MOCHA_`)
 
 // hasStep reports whether st survives in steps: the same command in the same

@@ -25,6 +25,7 @@ func TestCheckRejectsWeakening(t *testing.T) {
 		{"set +o errexit", replaceBuild("set +o errexit; make build"), "set +e"},
 		{"set +eu", replaceBuild("set +eu\nmake build"), "set +e"},
 		{"test knob in env", Delta{Ops: []Op{{Kind: SetEnv, Name: "GOFLAGS", Value: "-count=1"}}}, "changes how tests run"},
+		{"a test filter beside a heap size", Delta{Ops: []Op{{Kind: SetEnv, Name: "NODE_OPTIONS", Value: "--max-old-space-size=3072 --test-name-pattern=fast"}}}, "changes how tests run"},
 		{"narrowing env value", Delta{Ops: []Op{{Kind: SetEnv, Name: "TEST_ARGS", Value: "-run TestA"}}}, "narrows"},
 		{"plain env", Delta{Ops: []Op{{Kind: SetEnv, Name: "APP_MODE", Value: "test"}}}, ""},
 		{"move the tests", Delta{Ops: []Op{{Kind: SetCwd, Stage: "verify", Index: 0, Value: "internal/small"}}}, "moves or drops"},

@@ -34,6 +34,13 @@ var classes = []struct {
 	class Class
 	rules []rule
 }{
+	// A runtime's own heap limit, or an allocation the kernel refused:
+	// what ran out is memory, whatever else the log says after.
+	{OutOfMemory, []rule{
+		{re: regexp.MustCompile(`JavaScript heap out of memory`), subject: fixed(NodeHeap)},
+		{re: regexp.MustCompile(`fatal error: runtime: out of memory`), subject: fixed("go runtime")},
+		{re: regexp.MustCompile(`Cannot allocate memory`), subject: fixed("")},
+	}},
 	{ToolchainVersion, []rule{
 		{re: regexp.MustCompile(`requires go >= ?(go)?([0-9][0-9a-z.]*)`), subject: func(m []string) string { return "go " + m[2] }},
 		{re: regexp.MustCompile(`go: download (go[0-9][0-9a-z.]*) for \S+: toolchain not available`), subject: group(1)},
@@ -111,6 +118,10 @@ var classes = []struct {
 		{re: regexp.MustCompile(`^\s*([1-9]\d*) fail\s*$`), subject: fixed("")},
 	}},
 }
+
+// NodeHeap is the subject of an out-of-memory failure that hit Node's own
+// heap limit rather than the container's.
+const NodeHeap = "node heap"
 
 // registryPackage names the package a registry URL is for:
 // https://registry.npmjs.org/@scope%2fname/-/name-1.0.0.tgz → @scope/name@1.0.0.
