@@ -555,6 +555,22 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-race", verified: true, rules: []string{"cgo-disabled"},
+			// -race without a C compiler; gcc and the libc headers in one delta, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				for _, p := range []string{"gcc", "libc6-dev"} {
+					if !slices.Contains(r.out.Contract.SystemPackages, p) {
+						t.Errorf("%s not declared: %v", p, r.out.Contract.SystemPackages)
+					}
+				}
+				if v, ok := r.out.Contract.Env["CGO_ENABLED"]; ok {
+					t.Errorf("CGO_ENABLED=%s forced; the 386 run needs cgo off", v)
+				}
+				wantPassed(t, r.out, "TestConcurrentAdds")
+			},
+		},
+		{
 			fixture: "synth-drop-step", verified: true, rules: []string{"drop-step"},
 			// the badge step fails on a program nothing provides; dropped, warm pass, cold pass
 			attempts: 3,

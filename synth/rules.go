@@ -247,7 +247,11 @@ func missingToolchain(s *Situation) []Delta {
 }
 
 // cgoDisabled installs the C toolchain cgo needs (gcc alone lacks the libc
-// headers, which Debian only recommends) and turns cgo on explicitly.
+// headers, which Debian only recommends). Go turns cgo on by itself once a
+// compiler is on PATH, for native builds only; CGO_ENABLED=1 is set only to
+// undo an explicit 0, since forcing it would also force cgo on the
+// cross-compiled runs a project makes (GOARCH=386 go test), which need
+// another architecture's libc.
 func cgoDisabled(s *Situation) []Delta {
 	_, line := match(s.Attempt.Log, cgoOffRe)
 	if line == "" {
@@ -260,14 +264,14 @@ func cgoDisabled(s *Situation) []Delta {
 			ops = append(ops, Op{Kind: AddSystemPackage, Name: pkg})
 		}
 	}
-	if c.Env["CGO_ENABLED"] != "1" {
+	if v, ok := c.Env["CGO_ENABLED"]; ok && v != "1" {
 		ops = append(ops, Op{Kind: SetEnv, Name: "CGO_ENABLED", Value: "1"})
 	}
 	if len(ops) == 0 {
 		return nil
 	}
 	return []Delta{{
-		Reason:   "cgo is off because no C compiler is installed; install gcc with the libc headers and enable cgo",
+		Reason:   "cgo is off because no C compiler is installed; install gcc with the libc headers",
 		Evidence: s.cite(line),
 		Ops:      ops,
 	}}
