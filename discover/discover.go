@@ -101,6 +101,9 @@ func Run(ctx context.Context, snap *repo.Snapshot, opts ...Option) (*Result, err
 		return nil, fmt.Errorf("walking repository: %w", err)
 	}
 	res := &Result{Commit: snap.Commit, Worktree: snap.Worktree, Files: map[string]string{}}
+	if !snap.Worktree {
+		res.CommitTime = snap.CommitTime
+	}
 	for _, p := range cands {
 		if err := ctx.Err(); err != nil {
 			return nil, err

@@ -1,6 +1,9 @@
 package discover
 
-import "strconv"
+import (
+	"strconv"
+	"time"
+)
 
 // Evidence is one fact found in a repository, with where it came from.
 type Evidence struct {
@@ -57,11 +60,15 @@ type Project struct {
 type Result struct {
 	// Commit is the resolved commit hash when discovery ran on a git revision
 	// or on a worktree with a HEAD; empty otherwise.
-	Commit   string     `json:"commit,omitempty"`
-	Worktree bool       `json:"worktree"`
-	Projects []Project  `json:"projects"`
-	Evidence []Evidence `json:"evidence"`
-	Errors   []Error    `json:"errors,omitempty"`
+	Commit string `json:"commit,omitempty"`
+	// CommitTime is that commit's committer time, when discovery ran on a
+	// git revision (not a working tree): the day the project's own CI
+	// resolved whatever it did not pin.
+	CommitTime time.Time  `json:"commit_time,omitzero"`
+	Worktree   bool       `json:"worktree"`
+	Projects   []Project  `json:"projects"`
+	Evidence   []Evidence `json:"evidence"`
+	Errors     []Error    `json:"errors,omitempty"`
 	// Files maps every file that produced evidence or an error to its
 	// sha256. A file over the size cap is never read, so it is absent here
 	// and named in Errors ("too large, skipped") instead.

