@@ -86,7 +86,9 @@
 // default. npm is declared beside them, on the npm line the Node runs. An
 // npm project without a lockfile, planned from a commit, resolves as of the
 // commit's time (env npm_config_before), as its CI did then; from a working
-// tree, as of now.
+// tree, as of now. A registry whose record has no matching release before
+// that time (a mirror records when it took a package in) is synth's to
+// answer: its registry-date repair resolves without the date.
 //
 // A spec resolves offline against the embedded table (versions/go.txt,
 // versions/node.txt) through the Versions interface. An exact version must

@@ -340,7 +340,7 @@ func (p *run) resolveAsOfCommit(root string) {
 	if p.res.CommitTime.IsZero() {
 		return
 	}
-	if _, ok := p.env[npmBefore]; ok {
+	if _, ok := p.env[NPMBefore]; ok {
 		return
 	}
 	var pkg *discover.Evidence
@@ -354,13 +354,14 @@ func (p *run) resolveAsOfCommit(root string) {
 		return
 	}
 	t := p.res.CommitTime.UTC().Format(time.RFC3339)
-	p.env[npmBefore] = t
-	p.envFrom[npmBefore] = pkg.Ref()
-	p.decide("env", npmBefore+"="+t, pkg, "no lockfile pins the dependencies, so npm resolves them as of the commit (its committer time), as the project's CI did then")
+	p.env[NPMBefore] = t
+	p.envFrom[NPMBefore] = pkg.Ref()
+	p.decide("env", NPMBefore+"="+t, pkg, "no lockfile pins the dependencies, so npm resolves them as of the commit (its committer time), as the project's CI did then")
 }
 
-// npmBefore is npm's "before" setting as an environment variable.
-const npmBefore = "npm_config_before"
+// NPMBefore is npm's "before" setting as an environment variable: the
+// planner holds a lockfile-less install to the commit's time with it.
+const NPMBefore = "npm_config_before"
 
 // declareBun declares bun, the platform package its npm installer depends
 // on: the version packageManager pins, else as declareRuntime.

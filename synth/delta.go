@@ -49,6 +49,7 @@ const (
 	AddSystemPackage OpKind = "add-system-package" // Name
 	SetToolchain     OpKind = "set-toolchain"      // Name, Value (exact version); adds it when absent
 	SetEnv           OpKind = "set-env"            // Name, Value
+	UnsetEnv         OpKind = "unset-env"          // Name
 	SetCwd           OpKind = "set-cwd"            // Stage, Index, Value
 	SetTimeout       OpKind = "set-timeout"        // Stage, Index, Value (Go duration)
 	SetMemory        OpKind = "set-memory"         // Stage, Value (a size such as 8GiB)
@@ -101,6 +102,11 @@ func apply(c *contract.Contract, op Op) error {
 			c.Env = map[string]string{}
 		}
 		c.Env[op.Name] = op.Value
+	case UnsetEnv:
+		if _, ok := c.Env[op.Name]; !ok {
+			return fmt.Errorf("no env %s to unset", op.Name)
+		}
+		delete(c.Env, op.Name)
 	case SetUser:
 		c.User = op.Name
 	case SetArchive:

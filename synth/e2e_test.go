@@ -508,6 +508,23 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-registry-date", verified: true, rules: []string{"registry-date"},
+			// no release before the commit's time; resolve without it, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.DependencyResolution || !strings.Contains(f.Subject, "picocolors@1.1.1") {
+					t.Fatalf("first failure %+v, want dependency-resolution naming picocolors@1.1.1", f)
+				}
+				if v, ok := r.out.Attempts[0].Contract.Env[plan.NPMBefore]; !ok || v != "2024-01-02T03:04:05Z" {
+					t.Fatalf("first attempt env %v, want npm held to the commit's time", r.out.Attempts[0].Contract.Env)
+				}
+				if _, ok := r.out.Contract.Env[plan.NPMBefore]; ok {
+					t.Fatalf("kept contract still holds npm to a date: %v", r.out.Contract.Env)
+				}
+				wantPassed(t, r.out, "shouts")
+			},
+		},
+		{
 			fixture: "synth-peer-deps", verified: true, rules: []string{"peer-dependencies"},
 			// npm install refuses the peer ranges; --legacy-peer-deps from CONTRIBUTING, warm pass, cold pass
 			attempts: 3,

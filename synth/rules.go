@@ -85,6 +85,7 @@ var Rules = []Rule{
 	{"missing-library", missingLibrary},
 	{"toolchain-version", toolchainVersion},
 	{"lockfile-drift", lockfileDrift},
+	{"registry-date", registryDate},
 	{"peer-dependencies", peerDependencies},
 	{"install-download", installDownload},
 	{"native-build", nativeBuild},
@@ -460,6 +461,28 @@ func peerDependencies(s *Situation) []Delta {
 		return []Delta{{Reason: reason, Evidence: s.cite(line), Ops: ops}}
 	}
 	return nil
+}
+
+var beforeRe = regexp.MustCompile(`No matching version found for \S+? with a date before`)
+
+// registryDate answers a resolution the planner held to the commit's time
+// (npm's before) when the registry records no matching release before it:
+// its publication times are not always the project's history (a mirror
+// records when it took a package in; a commit can be older than the
+// release it names). Resolving without the date is what the project's CI
+// did; the delta says so and drops the setting.
+func registryDate(s *Situation) []Delta {
+	a := s.Attempt
+	v, ok := a.Contract.Env[plan.NPMBefore]
+	if !ok || a.Failure == nil || a.Failure.Class != traces.DependencyResolution {
+		return nil
+	}
+	_, line := match(a.Log, beforeRe)
+	if line == "" {
+		return nil
+	}
+	reason := fmt.Sprintf("the registry records no matching release before %s (%s); resolve as the registry stands, as the project's CI did", v, a.Failure.Subject)
+	return []Delta{{Reason: reason, Evidence: s.cite(line), Ops: []Op{{Kind: UnsetEnv, Name: plan.NPMBefore}}}}
 }
 
 // scriptPackageRe finds the package whose install script failed, as npm,

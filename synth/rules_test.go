@@ -9,6 +9,7 @@ import (
 	"github.com/bootstrap-dev/bootstrap/contents"
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/discover"
+	"github.com/bootstrap-dev/bootstrap/plan"
 	"github.com/bootstrap-dev/bootstrap/results"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
@@ -312,5 +313,53 @@ func TestMemoryGrowsWithinTheBudget(t *testing.T) {
 	c.Stages[2].Memory = 16 << 30
 	if ds := oom(c, ""); ds != nil {
 		t.Fatalf("at the budget's limit, yet %+v", ds)
+	}
+}
+
+// An install held to the commit's time that the registry's record cannot
+// satisfy resolves without the date; without the planner's setting, or for
+// a version that does not exist at all, the rule stays out.
+func TestRegistryDate(t *testing.T) {
+	const log = "npm error code ETARGET\nnpm error notarget No matching version found for react@17.0.2 with a date before 1/2/2024, 3:04:05 AM.\n"
+	held := draft()
+	held.Env = map[string]string{plan.NPMBefore: "2024-01-02T03:04:05Z", "CI": "true"}
+	held.Stages[0].Steps[0].Run = "npm install"
+	for _, tc := range []struct {
+		name string
+		c    *contract.Contract
+		log  string
+		want bool
+	}{
+		{"held to the commit", held, log, true},
+		{"not held", draft(), log, false},
+		{"no such version", held, "npm error notarget No matching version found for react@99.0.0.\n", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := traces.Classify(1, false, false, []byte(tc.log))
+			a := &Attempt{N: 1, Contract: tc.c, Stage: "fetch", Failure: f, Log: tc.log}
+			ds := registryDate(&Situation{Attempt: a})
+			if !tc.want {
+				if ds != nil {
+					t.Fatalf("proposed %+v", ds)
+				}
+				return
+			}
+			if len(ds) != 1 || !strings.Contains(ds[0].Reason, "react@17.0.2") || !strings.HasPrefix(ds[0].Evidence, "attempt 1, step fetch/1: npm error notarget") {
+				t.Fatalf("deltas %+v", ds)
+			}
+			next, err := Apply(tc.c, ds[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := next.Env[plan.NPMBefore]; ok || next.Env["CI"] != "true" {
+				t.Fatalf("env after %v", next.Env)
+			}
+			if _, ok := tc.c.Env[plan.NPMBefore]; !ok {
+				t.Fatal("Apply changed the contract it was given")
+			}
+			if err := check(tc.c, next, false, false); err != nil {
+				t.Fatalf("sanity: %v", err)
+			}
+		})
 	}
 }

@@ -54,7 +54,8 @@ var classes = []struct {
 		// npm: "npm error 404  'left-pad@9.9.9' is not in this registry."
 		{re: regexp.MustCompile(`(?:npm ERR!|npm error) 404\s+'([^']+)' is not in (?:this|the npm) registry`), subject: func(m []string) string { return m[1] + " (npm registry: 404)" }},
 		{re: regexp.MustCompile(`(?:npm ERR!|npm error) 404 Not Found - GET (\S+)`), subject: func(m []string) string { return registryPackage(m[1]) + " (404 from " + host(m[1]) + ")" }},
-		{re: regexp.MustCompile(`(?:notarget|ERR_PNPM_NO_MATCHING_VERSION\s*) No matching version found for (\S+?)\.?(?:\s|$)`), subject: func(m []string) string { return m[1] + " (no such version in the registry)" }},
+		{re: regexp.MustCompile(`(?:notarget|ERR_PNPM_NO_MATCHING_VERSION\s*) No matching version found for (\S+?)\.?( with a date before)?(?:\s|$)`), subject: func(m []string) string { return m[1] + " (no such version in the registry)" },
+			ok: func(m []string, _ []byte) bool { return m[2] == "" }},
 		{re: regexp.MustCompile(`ERR_PNPM_FETCH_404\s+GET (\S+?):? Not Found`), subject: func(m []string) string { return registryPackage(m[1]) + " (404 from " + host(m[1]) + ")" }},
 		// yarn 1: error An unexpected error occurred: "https://registry.yarnpkg.com/x/-/x-1.0.0.tgz: Request failed \"404 Not Found\"".
 		{re: regexp.MustCompile(`"(https?://\S+?): Request failed \\?"(40[0-9]|410)[^"\\]*`), subject: func(m []string) string { return registryPackage(m[1]) + " (" + m[2] + " from " + host(m[1]) + ")" }},
@@ -68,6 +69,9 @@ var classes = []struct {
 	}},
 	{DependencyResolution, []rule{
 		{re: regexp.MustCompile(`\bERESOLVE\b`), subject: fixed("npm")},
+		// The version exists, but not before the date resolution is held to
+		// (npm's before): a matter of resolution, not of the registry.
+		{re: regexp.MustCompile(`No matching version found for (\S+?) with a date before ([^\n]+?)\.?$`), subject: func(m []string) string { return m[1] + " (none published before " + m[2] + ", by the registry's record)" }},
 		{re: regexp.MustCompile(`missing go\.sum entry for module providing package (\S+?);?(?:\s|$)`), subject: group(1)},
 		{re: regexp.MustCompile(`([^@:\s]+)@\S+: missing go\.sum entry`), subject: group(1)},
 		{re: regexp.MustCompile(`missing go\.sum entry`), subject: fixed("go.sum")},
