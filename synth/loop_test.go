@@ -3,9 +3,11 @@ package synth
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/results"
@@ -167,6 +169,29 @@ func TestLoopKeepsDraftWhenReplayCannotRun(t *testing.T) {
 	out, err := New(brokenVerifier{}).Run(context.Background(), d, nil)
 	if err == nil || out == nil || out.Contract != d || !strings.Contains(out.Diagnosis, "engine went away") {
 		t.Fatalf("err=%v out=%+v", err, out)
+	}
+}
+
+// hangingVerifier is a replay that runs until it is interrupted.
+type hangingVerifier struct{}
+
+func (hangingVerifier) Verify(ctx context.Context, _ *contract.Contract, _ int, _ bool) (*Attempt, error) {
+	<-ctx.Done()
+	return nil, fmt.Errorf("replay interrupted: %w", ctx.Err())
+}
+
+// A replay that outlives the wall budget is interrupted, and the budget, not
+// the engine, is what the outcome says stopped it; the caller's own
+// cancellation stays an error.
+func TestLoopBudgetInterruptsAReplay(t *testing.T) {
+	out, err := New(hangingVerifier{}, WithBudget(Budget{Wall: 50 * time.Millisecond})).Run(context.Background(), draft(), nil)
+	if err != nil || out == nil || out.Verified || !strings.Contains(out.Diagnosis, "ran out during replay 1") {
+		t.Fatalf("err=%v out=%+v", err, out)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := New(hangingVerifier{}).Run(ctx, draft(), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled: err=%v, want context.Canceled", err)
 	}
 }
 

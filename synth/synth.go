@@ -2,6 +2,7 @@ package synth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -142,6 +143,21 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 	start := l.now()
 	out := &Outcome{Contract: draft, UsedLLM: l.reviser != nil}
 	defer func() { out.Elapsed = l.now().Sub(start) }()
+	// The wall budget bounds a replay too: one that outlives it is
+	// interrupted (its trace kept) rather than run to the end.
+	bctx, cancel := context.WithTimeout(ctx, l.budget.Wall)
+	defer cancel()
+	err := l.run(bctx, start, draft, ev, out)
+	if errors.Is(err, errBudget) && ctx.Err() == nil {
+		return out, nil
+	}
+	return out, err
+}
+
+// errBudget stops the loop when the wall budget ends inside a replay.
+var errBudget = errors.New("the time budget ran out")
+
+func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contract, ev *discover.Result, out *Outcome) error {
 	cur := draft
 	tried := map[string]bool{}
 	rerun := map[string]bool{} // contracts already replayed twice for flakiness
@@ -149,11 +165,11 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 	for n := 1; ; n++ {
 		if n > l.budget.Iterations {
 			out.Diagnosis = l.diagnose(out, fmt.Sprintf("the iteration budget (%d) ran out", l.budget.Iterations))
-			return out, nil
+			return nil
 		}
 		if l.now().Sub(start) > l.budget.Wall {
 			out.Diagnosis = l.diagnose(out, fmt.Sprintf("the time budget (%s) ran out", l.budget.Wall))
-			return out, nil
+			return nil
 		}
 		d, _ := contract.Digest(cur)
 		tried[d] = true
@@ -161,7 +177,7 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 		// when the revision lets the replay resume in it.
 		a, err := l.attempt(ctx, cur, n, false, "", out)
 		if err != nil {
-			return out, err
+			return err
 		}
 		if a.Contract != nil {
 			cur = a.Contract // pins (digests, hashes) written back by the replay
@@ -176,7 +192,7 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 			n++
 			again, err := l.attempt(ctx, cur, n, false, " (identical rerun)", out)
 			if err != nil {
-				return out, err
+				return err
 			}
 			if fl := flaky(a, again); fl != nil && !a.Resumed {
 				if next, ok := l.try(cur, *fl, n, tried, out); ok {
@@ -190,24 +206,24 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 			if !a.Resumed {
 				if err := CheckCounts(bestTests, ranCount(a.Tests)); err != nil {
 					out.Diagnosis = l.diagnose(out, err.Error())
-					return out, nil
+					return nil
 				}
 			}
 			n++
 			cold, err := l.attempt(ctx, cur, n, true, " (cold, no caches)", out)
 			if err != nil {
-				return out, err
+				return err
 			}
 			if cold.Pass {
 				if err := CheckCounts(bestTests, ranCount(cold.Tests)); err != nil {
 					out.Diagnosis = l.diagnose(out, err.Error())
-					return out, nil
+					return nil
 				}
 				if cold.Contract != nil {
 					out.Contract = cold.Contract
 				}
 				out.Verified = true
-				return out, nil
+				return nil
 			}
 			// Warm passed, cold failed: the caches hid something. Repair
 			// from the cold failure like any other.
@@ -220,7 +236,7 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 			// What a registry does not serve no revision of the contract
 			// can change: stop at once and say what.
 			out.Diagnosis = l.diagnose(out, "")
-			return out, nil
+			return nil
 		}
 		sit := &Situation{Attempt: a, History: out.Attempts, Evidence: ev, Resolve: l.resolve, Packages: l.packages}
 		next, ok := l.repair(ctx, cur, sit, n, tried, out)
@@ -229,7 +245,7 @@ func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.R
 				a.Failure = f // what no repair answered is a download this machine cannot have
 			}
 			out.Diagnosis = l.diagnose(out, "")
-			return out, nil
+			return nil
 		}
 		cur = next
 	}
@@ -250,6 +266,10 @@ const reviserTries = 3
 func (l *Loop) attempt(ctx context.Context, c *contract.Contract, n int, cold bool, what string, out *Outcome) (*Attempt, error) {
 	a, err := l.verifier.Verify(ctx, c, n, cold)
 	if err != nil {
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			out.Diagnosis = l.diagnose(out, fmt.Sprintf("the time budget (%s) ran out during replay %d, which was interrupted", l.budget.Wall, n))
+			return nil, errBudget
+		}
 		out.Diagnosis = l.diagnose(out, fmt.Sprintf("replay %d could not run: %v", n, err))
 		return nil, fmt.Errorf("attempt %d: %w", n, err)
 	}
