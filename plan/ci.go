@@ -59,6 +59,9 @@ func (p *run) ci() {
 	var kept []picked
 	for _, pk := range p.picked {
 		n := len(p.cands)
+		for _, prod := range producers(pk.job, jobs) {
+			p.planProducer(prod.job, prod.upload, pk.job, prod.download)
+		}
 		p.planJob(pk)
 		// A job none of whose tests can run here is no contract: its steps
 		// go, and the project falls back to its documentation and defaults.
@@ -601,6 +604,90 @@ func (p *run) planJob(pk picked) {
 				continue
 			}
 			p.planScript(j, s, vc, i > last)
+		}
+	}
+}
+
+// producer is a job whose uploaded artifact the chosen job downloads.
+type producer struct {
+	job              *ciJob
+	upload, download int // the upload step's index in job, the download's in the consumer
+}
+
+// producers are the jobs j needs (same workflow) that upload an artifact j
+// downloads: on a hosted runner the artifact carries their work (a built
+// dist/, generated code) into j's fresh checkout; in a replay one checkout
+// does both, so their steps up to the upload come first. An artifact
+// named on both sides must match; an unnamed download takes any.
+func producers(j *ciJob, jobs []*ciJob) []producer {
+	download, name := -1, ""
+	for i, s := range j.steps {
+		if s.ev.Kind == discover.KindGHAUses && strings.Contains(s.uses(), "actions/download-artifact") {
+			download, name = i, s.ev.Facts["with.name"]
+			break
+		}
+	}
+	if download < 0 || j.caller != nil {
+		return nil
+	}
+	var out []producer
+	for _, id := range strings.Split(j.fact("needs"), ",") {
+		id = strings.TrimSpace(id)
+		for _, o := range jobs {
+			if o == j || o.id != id || o.wf != j.wf || o.caller != nil {
+				continue
+			}
+			for i, s := range o.steps {
+				if s.ev.Kind != discover.KindGHAUses || !strings.Contains(s.uses(), "actions/upload-artifact") {
+					continue
+				}
+				if n := s.ev.Facts["with.name"]; name != "" && n != "" && n != name {
+					continue
+				}
+				out = append(out, producer{job: o, upload: i, download: download})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// planProducer plans the run steps of job prod before its upload step,
+// for the consumer that downloads what they make. Its setup actions are
+// left to the consumer's, which set up the same checkout.
+func (p *run) planProducer(prod *ciJob, upload int, consumer *ciJob, download int) {
+	dl := consumer.steps[download].ev
+	p.decide("ci job", prod.ref(), &prod.ev, fmt.Sprintf("%s downloads the artifact it uploads (%s): its steps before the upload come first", consumer.ref(), dl.Ref()))
+	for i := range p.out.Jobs {
+		if p.out.Jobs[i].Job == prod.ref() {
+			p.out.Jobs[i].Left = ""
+		}
+	}
+	// What selection said of it, left out whole, no longer holds.
+	left := "job " + prod.ref() + " is left out"
+	p.out.Skipped = slices.DeleteFunc(p.out.Skipped, func(d Decision) bool {
+		return (d.Topic == "ci job" && d.Choice == prod.ref()) || (d.Topic == "ci step" && strings.HasPrefix(d.Reason, left))
+	})
+	base := exprCtx{inputs: prod.inputs, missingEmpty: prod.matrix != nil, env: p.jobEnv(prod)}
+	for _, s := range prod.steps[upload+1:] {
+		if s.ev.Kind == discover.KindGHARun {
+			p.skip("ci step", s.run(), s.ev, fmt.Sprintf("runs after the upload %s needs from %s", consumer.ref(), prod.ref()))
+		}
+	}
+	for _, s := range prod.steps[:upload] {
+		if s.ev.Kind != discover.KindGHARun {
+			continue
+		}
+		if releaseish.MatchString(s.ev.Facts["step"]) || tagGuard.MatchString(s.ev.Facts["if"]) {
+			p.skip("ci step", s.run(), s.ev, fmt.Sprintf("step %q of %s releases or runs only for tags", s.ev.Facts["step"], prod.ref()))
+			continue
+		}
+		ctx := base
+		ctx.env = stepEnv(s.ev.Facts)
+		n := len(p.cands)
+		p.planScript(prod, s, ctx, false)
+		for i := range p.cands[n:] {
+			p.cands[n+i].step.Reason += fmt.Sprintf(", before the upload whose artifact %s downloads", consumer.ref())
 		}
 	}
 }

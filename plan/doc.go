@@ -28,6 +28,11 @@
 // test commands with no browser or cluster is taken. Without any, the
 // documentation, then the ecosystem defaults, apply as below.
 //
+// A chosen job that downloads an artifact (actions/download-artifact) which
+// a job it needs uploads starts from that job's work (a built dist/,
+// generated code): in a replay one checkout does both, so the producer's
+// run steps before its upload come first, each saying so.
+//
 // The contract's steps are the chosen jobs' steps, in their order: fetch
 // commands in the fetch stage (network on), build commands in build, test
 // commands in verify. Lint and format checks, end-to-end runs, benchmarks,

@@ -35,8 +35,10 @@ func realRunner(t *testing.T) *replay.Runner {
 
 // TestRealFixturesVerify plans the Go and Node fixtures with the rule
 // planner and replays them: green, with the test stage provably offline.
+// ci-artifact passes only if the job its test job downloads from is planned
+// first.
 func TestRealFixturesVerify(t *testing.T) {
-	for _, name := range []string{"go-module", "node-npm"} {
+	for _, name := range []string{"go-module", "node-npm", "ci-artifact"} {
 		t.Run(name, func(t *testing.T) {
 			r := realRunner(t)
 			dir := fixtures.Repo(t, name, fixtures.WithGit())
@@ -63,7 +65,7 @@ func TestRealFixturesVerify(t *testing.T) {
 				t.Fatal(err)
 			}
 			if res.Verdict != traces.Pass {
-				t.Fatalf("verdict %s: %+v", res.Verdict, res.Failure)
+				t.Fatalf("verdict %s: %+v %+v", res.Verdict, res.Failure, res.Failure.Failure)
 			}
 			for _, tc := range res.Contract.Toolchains {
 				if tc.Hash == "" {
