@@ -525,6 +525,21 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-cross-device", verified: true, rules: []string{"temp-across-mounts"},
+			// the rename from t.TempDir() into HOME fails with EXDEV (no identical rerun: it is the layout); TMPDIR in HOME, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.TestFailure {
+					t.Fatalf("first failure %+v, want test-failure", f)
+				}
+				c := r.out.Contract
+				if c.Env["TMPDIR"] != "/home/builder/.tmp" || c.Stages[0].Steps[0].Run != "mkdir -p /home/builder/.tmp" {
+					t.Fatalf("env %v, first step %+v", c.Env, c.Stages[0].Steps[0])
+				}
+				wantPassed(t, r.out, "TestDiscard", "TestName")
+			},
+		},
+		{
 			fixture: "synth-peer-deps", verified: true, rules: []string{"peer-dependencies"},
 			// npm install refuses the peer ranges; --legacy-peer-deps from CONTRIBUTING, warm pass, cold pass
 			attempts: 3,

@@ -95,6 +95,7 @@ var Rules = []Rule{
 	{"network-in-build", networkInBuild},
 	{"network-in-test", networkInTest},
 	{"run-as", runAs},
+	{"temp-across-mounts", tempAcrossMounts},
 	{"timeout", timeout},
 	{"memory", memory},
 }
@@ -786,6 +787,56 @@ var networkRes = []*regexp.Regexp{
 	regexp.MustCompile(`dial tcp[^\n]*(?:no such host|network is unreachable|connection refused|i/o timeout|server misbehaving)`),
 	regexp.MustCompile(`lookup [^\s]+[^\n]*(?:no such host|server misbehaving|Temporary failure)`),
 	regexp.MustCompile(`getaddrinfo (?:EAI_AGAIN|ENOTFOUND)|ENETUNREACH|ECONNREFUSED [0-9.]+:[0-9]+|Could not resolve host|Temporary failure in name resolution|Network is unreachable`),
+}
+
+// crossDeviceRes find a rename the kernel refused across filesystems, as Go
+// and Node report it: from, to.
+var crossDeviceRes = []*regexp.Regexp{
+	regexp.MustCompile(`rename (/\S+) (/\S+): invalid cross-device link`),
+	regexp.MustCompile(`EXDEV: cross-device link not permitted, rename '(/[^']+)' -> '(/[^']+)'`),
+}
+
+// tempAcrossMounts answers a rename between the temp directory and HOME
+// that fails with EXDEV: on a hosted runner /tmp and HOME are one
+// filesystem, in a replay HOME is a volume of its own. The temp directory
+// moves into HOME (TMPDIR, created first), which is then one filesystem
+// with it again.
+func tempAcrossMounts(s *Situation) []Delta {
+	a := s.Attempt
+	c := a.Contract
+	if a.Failure == nil || len(c.Stages) == 0 {
+		return nil
+	}
+	if _, ok := c.Env["TMPDIR"]; ok {
+		return nil
+	}
+	logs := []string{a.Log}
+	for _, t := range a.Tests {
+		logs = append(logs, t.Output)
+	}
+	home := "/home/" + c.User
+	under := func(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
+	for _, log := range logs {
+		for _, re := range crossDeviceRes {
+			m := re.FindStringSubmatchIndex(log)
+			if m == nil {
+				continue
+			}
+			from, to := log[m[2]:m[3]], log[m[4]:m[5]]
+			if !(under(from, "/tmp") && under(to, home)) && !(under(from, home) && under(to, "/tmp")) {
+				continue
+			}
+			line := lineAt(log, m[0])
+			dir := home + "/.tmp"
+			reason := fmt.Sprintf("a rename between the temp directory and HOME crosses filesystems here (%s → %s); on a hosted runner they are one: put the temp directory in HOME", from, to)
+			mk := &contract.Step{Run: "mkdir -p " + dir, Evidence: s.cite(line), Source: contract.SourceRepair, Confidence: 0.7, Reason: "TMPDIR must exist before any step uses it"}
+			return []Delta{{Reason: reason, Evidence: s.cite(line), Ops: []Op{
+				{Kind: SetEnv, Name: "TMPDIR", Value: dir},
+				{Kind: InsertStep, Stage: c.Stages[0].Name, Index: 0, Step: mk},
+			}}}
+		}
+	}
+	return nil
 }
 
 func runAs(s *Situation) []Delta {

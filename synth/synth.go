@@ -252,10 +252,25 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 }
 
 // setupMissing says the tests failed for want of something the log names
-// outright (a browser build never installed), which no rerun can tell from
-// flakiness: a replay spent on one would be wasted.
+// outright (a browser build never installed, a rename across filesystems),
+// which no rerun can tell from flakiness: a replay spent on one would be
+// wasted.
 func setupMissing(a *Attempt) bool {
-	return playwrightMissingRe.MatchString(a.Log)
+	if playwrightMissingRe.MatchString(a.Log) {
+		return true
+	}
+	// A rename across filesystems fails every time: the layout, not luck.
+	for _, re := range crossDeviceRes {
+		if re.MatchString(a.Log) {
+			return true
+		}
+		for _, t := range a.Tests {
+			if t.Status == results.Failed && re.MatchString(t.Output) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // reviserTries is how many proposals the reviser gets per failure before the
