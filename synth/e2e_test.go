@@ -540,6 +540,27 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-embed-ui", verified: true, rules: []string{"embed-generated"},
+			// go test cannot compile web/ (embed all:dist matches nothing); node declared, npm ci and npm run build in web/, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				c := r.out.Contract
+				if c.Toolchain("node") == nil || c.Toolchain("npm") == nil {
+					t.Fatalf("toolchains %+v", c.Toolchains)
+				}
+				var runs []string
+				for _, s := range c.Stages {
+					for _, st := range s.Steps {
+						runs = append(runs, s.Name+":"+st.Cwd+":"+st.Run)
+					}
+				}
+				if !slices.Contains(runs, "fetch:web:npm ci") || !slices.Contains(runs, "verify:web:npm run build") {
+					t.Fatalf("steps %q", runs)
+				}
+				wantPassed(t, r.out, "TestIndex")
+			},
+		},
+		{
 			fixture: "synth-peer-deps", verified: true, rules: []string{"peer-dependencies"},
 			// npm install refuses the peer ranges; --legacy-peer-deps from CONTRIBUTING, warm pass, cold pass
 			attempts: 3,

@@ -90,6 +90,7 @@ var Rules = []Rule{
 	{"install-download", installDownload},
 	{"native-build", nativeBuild},
 	{"playwright-browser", playwrightBrowser},
+	{"embed-generated", embedGenerated},
 	{"working-directory", workingDirectory},
 	{"missing-env", missingEnv},
 	{"network-in-build", networkInBuild},
@@ -660,6 +661,96 @@ func playwrightBrowser(s *Situation) []Delta {
 		ops = append([]Op{{Kind: AddSystemPackage, Name: "chromium"}}, ops...)
 	}
 	return []Delta{{Reason: reason, Evidence: st.Evidence, Ops: ops}}
+}
+
+// embedMissingRe is Go's report of a //go:embed pattern that matches
+// nothing: the file (relative to the step's directory) and the pattern.
+var embedMissingRe = regexp.MustCompile(`(?m)^(\S+\.go):\d+:\d+: pattern (\S+): no matching files found`)
+
+// embedGenerated answers a Go package that embeds what a front-end build
+// writes (a web UI's dist/), absent from a fresh checkout: the nearest
+// package.json at or above the embedding file's directory whose build
+// script makes it is installed in fetch and built before the failed step,
+// with a Node toolchain if the contract has none.
+func embedGenerated(s *Situation) []Delta {
+	a := s.Attempt
+	c := a.Contract
+	st := s.failed()
+	if st == nil || s.Evidence == nil || a.Stage == "fetch" {
+		return nil // a fetch that compiles is not where a build goes
+	}
+	m := embedMissingRe.FindStringSubmatchIndex(a.Log)
+	if m == nil {
+		return nil
+	}
+	file, pattern, line := a.Log[m[2]:m[3]], a.Log[m[4]:m[5]], lineAt(a.Log, m[0])
+	if path.IsAbs(file) || strings.HasPrefix(path.Clean(file), "..") {
+		return nil
+	}
+	dir := path.Dir(path.Join(cwdDir(st.Cwd), file))
+	var pkg, build *discover.Evidence
+	for d := dir; build == nil; d = path.Dir(d) {
+		for i := range s.Evidence.Evidence {
+			e := &s.Evidence.Evidence[i]
+			if path.Dir(e.Path) != d || path.Base(e.Path) != "package.json" {
+				continue
+			}
+			switch {
+			case e.Kind == discover.KindPackageJSON:
+				pkg = e
+			case e.Kind == discover.KindPackageScript && e.Facts["name"] == "build":
+				build = e
+			}
+		}
+		if d == "." {
+			break
+		}
+	}
+	if build == nil || pkg == nil {
+		return nil
+	}
+	root := path.Dir(build.Path)
+	install := "npm install"
+	for _, e := range s.Evidence.Evidence {
+		if e.Kind == discover.KindLockfile && path.Dir(e.Path) == root && e.Facts["manager"] == "npm" {
+			install = "npm ci"
+		}
+	}
+	var ops []Op
+	for _, t := range []struct{ name, spec string }{{"node", pkg.Facts["engines.node"]}, {"npm", ""}} {
+		if c.Toolchain(t.name) != nil {
+			continue
+		}
+		v, err := s.Resolve(t.name, t.spec)
+		if err != nil {
+			return nil
+		}
+		ops = append(ops, Op{Kind: SetToolchain, Name: t.name, Value: v})
+	}
+	cwd := ""
+	if root != "." {
+		cwd = root
+	}
+	why := fmt.Sprintf("%s embeds %s, which the build script of %s makes (%s)", file, pattern, pkg.Path, build.Ref())
+	fetch := &contract.Step{Run: install, Cwd: cwd, Evidence: pkg.Ref(), Source: contract.SourceRepair, Confidence: 0.7, Reason: "the dependencies of the front end " + why}
+	built := &contract.Step{Run: "npm run build", Cwd: cwd, Evidence: build.Ref(), Source: contract.SourceRepair, Confidence: 0.7, Reason: why}
+	for _, sg := range c.Stages {
+		if hasStep(sg.Steps, *built, false) {
+			return nil // built already, and still missing: not this rule's to answer
+		}
+	}
+	fi := stageIndex(c, "fetch")
+	at := 0
+	if fi >= 0 {
+		at = len(c.Stages[fi].Steps)
+	}
+	ops = append(ops, Op{Kind: InsertStep, Stage: "fetch", Index: at, Step: fetch})
+	stage, index := a.Stage, a.Index
+	if bi := stageIndex(c, "build"); bi >= 0 && bi < stageIndex(c, a.Stage) {
+		stage, index = "build", len(c.Stages[bi].Steps)
+	}
+	ops = append(ops, Op{Kind: InsertStep, Stage: stage, Index: index, Step: built})
+	return []Delta{{Reason: why + "; a fresh checkout has none: install and build it first", Evidence: s.cite(line), Ops: ops}}
 }
 
 func cwdDir(cwd string) string {

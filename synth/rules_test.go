@@ -366,3 +366,46 @@ func TestRegistryDate(t *testing.T) {
 		})
 	}
 }
+
+// An embed pattern that matches nothing is built by the nearest package.json
+// above the embedding file that has a build script, not by any other.
+func TestEmbedGenerated(t *testing.T) {
+	ev := &discover.Result{Evidence: []discover.Evidence{
+		{Kind: discover.KindPackageJSON, Path: "internal/site/package.json", Line: 2, Facts: map[string]string{"engines.node": ">=20"}},
+		{Kind: discover.KindPackageScript, Path: "internal/site/package.json", Line: 8, Facts: map[string]string{"name": "build", "command": "vite build"}},
+		{Kind: discover.KindLockfile, Path: "internal/site/package-lock.json", Line: 4, Facts: map[string]string{"manager": "npm", "format": "3"}},
+		{Kind: discover.KindPackageJSON, Path: "tools/package.json", Line: 1},
+		{Kind: discover.KindPackageScript, Path: "tools/package.json", Line: 3, Facts: map[string]string{"name": "build"}},
+	}}
+	const log = "internal/site/embed.go:9:12: pattern all:dist: no matching files found\nFAIL\texample.com/x/internal/site [setup failed]\n"
+	c := draft()
+	a := &Attempt{N: 1, Contract: c, Stage: "verify", Index: 0, Failure: &traces.Failure{Class: traces.Unknown}, Log: log}
+	ds := embedGenerated(&Situation{Attempt: a, Evidence: ev, Resolve: resolve})
+	if len(ds) != 1 {
+		t.Fatalf("deltas %+v", ds)
+	}
+	next, err := Apply(c, ds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next.Toolchain("node") == nil || next.Toolchain("npm") == nil {
+		t.Fatalf("toolchains %+v", next.Toolchains)
+	}
+	f, b := next.Stages[0].Steps, next.Stages[1].Steps
+	if last := f[len(f)-1]; last.Run != "npm ci" || last.Cwd != "internal/site" {
+		t.Fatalf("fetch %+v", f)
+	}
+	if last := b[len(b)-1]; last.Run != "npm run build" || last.Cwd != "internal/site" || last.Evidence != "internal/site/package.json:8" {
+		t.Fatalf("build %+v", b)
+	}
+	if err := check(c, next, false, false); err != nil {
+		t.Fatalf("sanity: %v", err)
+	}
+	if again := embedGenerated(&Situation{Attempt: &Attempt{N: 2, Contract: next, Stage: "verify", Failure: a.Failure, Log: log}, Evidence: ev, Resolve: resolve}); again != nil {
+		t.Fatalf("proposed a second build: %+v", again)
+	}
+	other := strings.Replace(log, "internal/site/embed.go", "cmd/app/embed.go", 1)
+	if d := embedGenerated(&Situation{Attempt: &Attempt{N: 1, Contract: c, Stage: "verify", Failure: a.Failure, Log: other}, Evidence: ev, Resolve: resolve}); d != nil {
+		t.Fatalf("built a package.json that is not above the file: %+v", d)
+	}
+}
