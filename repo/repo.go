@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-billy/v5"
+	"github.com/go-git/go-billy/v5/memfs"
 	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
@@ -108,34 +109,117 @@ func openGit(root string) (*git.Repository, error) {
 		return nil, git.ErrRepositoryNotExists
 	}
 	var fs billy.Filesystem = osfs.New(dot)
-	if common := CommonDir(dot); common != dot {
+	common := CommonDir(dot)
+	if common != dot {
 		// A linked worktree's git directory keeps its objects and refs in
 		// the main repository's.
 		fs = dotgit.NewRepositoryFilesystem(fs, osfs.New(common))
 	}
-	st := filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(),
-		filesystem.Options{AlternatesFS: osfs.New("/", osfs.WithBoundOS())})
-	if dot == root {
-		return git.Open(borrowed{st}, nil) // bare
+	alts, err := alternates(filepath.Join(common, "objects"), maxAlternates)
+	if err != nil {
+		return nil, err
 	}
-	return git.Open(borrowed{st}, wt)
+	st := shared{Storage: storage(fs), alts: alts}
+	if dot == root {
+		return git.Open(st, nil) // bare
+	}
+	return git.Open(st, wt)
 }
 
-// borrowed answers an object's size from the alternates too: go-git's
-// filesystem storage reads objects through alternates but looks their
-// sizes up only in its own directory.
-type borrowed struct{ *filesystem.Storage }
+// maxAlternates bounds a chain of alternates naming alternates.
+const maxAlternates = 5
 
-func (b borrowed) EncodedObjectSize(h plumbing.Hash) (int64, error) {
-	n, err := b.Storage.EncodedObjectSize(h)
+// storage is go-git's storage of a git directory with its own fallback to
+// alternates turned off (shared does it): that fallback opens every
+// alternate anew for each object it looks up, re-reading the pack indexes
+// each time (seven minutes to read a 24 MB tree from a large history).
+func storage(fs billy.Filesystem) *filesystem.Storage {
+	return filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{AlternatesFS: memfs.New()})
+}
+
+// alternates opens, once each, the object stores that objects/info/alternates
+// under objects names, and theirs in turn, depth deep.
+func alternates(objects string, depth int) ([]shared, error) {
+	b, err := ReadBounded(filepath.Join(objects, "info", "alternates"), 64<<10)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading alternates: %w", err)
+	}
+	if depth == 0 {
+		return nil, fmt.Errorf("%s: alternates nest deeper than %d", objects, maxAlternates)
+	}
+	var out []shared
+	for i, line := range strings.Split(string(b), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		dir := line
+		if !filepath.IsAbs(dir) {
+			dir = filepath.Join(objects, dir) // relative to the object directory, as git reads it
+		}
+		dir = filepath.Clean(dir)
+		if filepath.Base(dir) != "objects" {
+			return nil, fmt.Errorf("%s:%d: alternate %q is not a repository's objects directory", filepath.Join(objects, "info", "alternates"), i+1, line)
+		}
+		if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("%s:%d: alternate %q is not a directory", filepath.Join(objects, "info", "alternates"), i+1, line)
+		}
+		next, err := alternates(dir, depth-1)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, shared{Storage: storage(osfs.New(filepath.Dir(dir))), alts: next})
+	}
+	return out, nil
+}
+
+// shared is a repository's storage that looks objects up in its own store,
+// then in its alternates', each opened once.
+type shared struct {
+	*filesystem.Storage
+	alts []shared
+}
+
+func (s shared) EncodedObject(t plumbing.ObjectType, h plumbing.Hash) (plumbing.EncodedObject, error) {
+	o, err := s.Storage.EncodedObject(t, h)
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return o, err
+	}
+	for _, a := range s.alts {
+		if o, err := a.EncodedObject(t, h); !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return o, err
+		}
+	}
+	return nil, plumbing.ErrObjectNotFound
+}
+
+func (s shared) HasEncodedObject(h plumbing.Hash) error {
+	err := s.Storage.HasEncodedObject(h)
+	if !errors.Is(err, plumbing.ErrObjectNotFound) {
+		return err
+	}
+	for _, a := range s.alts {
+		if err := a.HasEncodedObject(h); !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return err
+		}
+	}
+	return plumbing.ErrObjectNotFound
+}
+
+func (s shared) EncodedObjectSize(h plumbing.Hash) (int64, error) {
+	n, err := s.Storage.EncodedObjectSize(h)
 	if !errors.Is(err, plumbing.ErrObjectNotFound) {
 		return n, err
 	}
-	o, err := b.Storage.EncodedObject(plumbing.AnyObject, h)
-	if err != nil {
-		return 0, err
+	for _, a := range s.alts {
+		if n, err := a.EncodedObjectSize(h); !errors.Is(err, plumbing.ErrObjectNotFound) {
+			return n, err
+		}
 	}
-	return o.Size(), nil
+	return 0, plumbing.ErrObjectNotFound
 }
 
 // GitDir is the git directory of the repository at root: root/.git (or the
