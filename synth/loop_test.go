@@ -83,7 +83,7 @@ func TestLoopQuarantinesFlakyTest(t *testing.T) {
 
 func TestLoopDiagnosesRealTestFailure(t *testing.T) {
 	sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
-		return fail("verify", traces.TestFailure, "--- FAIL: TestBroken (0.00s)", results.Test{Package: "p", Name: "TestBroken", Status: results.Failed})
+		return fail("verify", traces.TestFailure, "--- FAIL: TestBroken (0.00s)\nFAIL\tp\t0.01s\nFAIL\tq [setup failed]\nFAIL\tr [build failed]\n", results.Test{Package: "p", Name: "TestBroken", Status: results.Failed})
 	}}
 	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t))).Run(context.Background(), draft(), nil)
 	if err != nil {
@@ -92,7 +92,7 @@ func TestLoopDiagnosesRealTestFailure(t *testing.T) {
 	if out.Verified || len(out.Attempts) != 2 {
 		t.Fatalf("verified=%v attempts=%d", out.Verified, len(out.Attempts))
 	}
-	if !strings.Contains(out.Diagnosis, "p TestBroken") || !strings.Contains(out.Diagnosis, "identical rerun") {
+	if !strings.Contains(out.Diagnosis, "p TestBroken") || !strings.Contains(out.Diagnosis, "identical rerun") || !strings.Contains(out.Diagnosis, "do not compile, whose tests never ran: q, r.") {
 		t.Fatalf("diagnosis: %s", out.Diagnosis)
 	}
 	if out.Contract == nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -273,6 +275,19 @@ func setupMissing(a *Attempt) bool {
 	return false
 }
 
+var unbuiltRe = regexp.MustCompile(`(?m)^FAIL\t(\S+) \[(?:setup|build) failed\]`)
+
+// unbuilt lists the Go packages a test log reports as not compiling.
+func unbuilt(log string) []string {
+	var out []string
+	for _, m := range unbuiltRe.FindAllStringSubmatch(log, -1) {
+		if !slices.Contains(out, m[1]) {
+			out = append(out, m[1])
+		}
+	}
+	return out
+}
+
 // reviserTries is how many proposals the reviser gets per failure before the
 // loop gives up on it.
 const reviserTries = 3
@@ -520,6 +535,14 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 		b.WriteString("a permission is denied that neither user setting fixes.")
 	default:
 		b.WriteString("no rule recognises this failure.")
+	}
+	if pkgs := unbuilt(last.Log); len(pkgs) > 0 {
+		more := ""
+		if len(pkgs) > 5 {
+			more = fmt.Sprintf(" and %d more", len(pkgs)-5)
+			pkgs = pkgs[:5]
+		}
+		fmt.Fprintf(&b, " Packages that do not compile, whose tests never ran: %s%s.", strings.Join(pkgs, ", "), more)
 	}
 	if m := playwrightMissingRe.FindStringSubmatch(last.Log); m != nil && !strings.HasPrefix(m[3], "chromium") {
 		fmt.Fprintf(&b, " The tests need Playwright's own %s build (%s), a patched browser Debian does not ship; only chromium can be provided.", m[3], m[2])
