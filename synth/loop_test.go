@@ -232,3 +232,22 @@ func TestLoopResumedFailureIsNotFlaky(t *testing.T) {
 		t.Fatalf("verified=%v quarantine=%v attempts=%d", out.Verified, out.Contract.Quarantine, len(out.Attempts))
 	}
 }
+
+// A network failure in a stage that has the network is a host this machine
+// cannot reach, not a need for the network the stage lacks.
+func TestLoopDiagnosesUnreachableHost(t *testing.T) {
+	sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
+		a := fail("fetch", traces.NetworkNeeded, "fatal: unable to access 'https://git.example.invalid/x.git/': Could not resolve host: git.example.invalid")
+		a.Failure.Subject = "git.example.invalid"
+		return a
+	}}
+	d := draft()
+	d.Stages[0].Steps[0].Run = "./scripts/get-tools.sh" // not a dependency download: that one is dependency-unavailable
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t)), WithBudget(Budget{Iterations: 1})).Run(context.Background(), d, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.Diagnosis, "a host the step reaches (git.example.invalid) cannot be reached from this machine") {
+		t.Fatalf("diagnosis: %s", out.Diagnosis)
+	}
+}

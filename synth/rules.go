@@ -565,8 +565,24 @@ func vendorDownload(a *Attempt) *traces.Failure {
 		return nil
 	}
 	si := stageIndex(a.Contract, a.Stage)
-	if si < 0 || !a.Contract.Stages[si].Network || !lifecycleRe.MatchString(a.Log) {
+	if si < 0 || !a.Contract.Stages[si].Network {
 		return nil
+	}
+	if !lifecycleRe.MatchString(a.Log) {
+		// The package manager itself fetching a dependency from a host
+		// this machine cannot reach (a git or tarball dependency on GitHub).
+		st, err := step(a.Contract, a.Stage, a.Index)
+		if err != nil || plan.CommandKind(st.Run) != "fetch" {
+			return nil
+		}
+		u := urlOn(a.Log, f.Subject)
+		if u == "" {
+			return nil
+		}
+		out := *f
+		out.Class = traces.DependencyUnavailable
+		out.Subject = fmt.Sprintf("%s, a dependency from outside the registries this machine reaches", u)
+		return &out
 	}
 	pkg, _ := match(a.Log, scriptPackageRe)
 	if _, ok := downloadSwitches[pkg]; ok {
@@ -576,17 +592,21 @@ func vendorDownload(a *Attempt) *traces.Failure {
 	if pkg != "" {
 		who = pkg + "'s install script"
 	}
-	where := f.Subject
-	for _, u := range urlRe.FindAllString(a.Log, -1) {
-		if f.Subject == "" || strings.Contains(u, "://"+f.Subject) {
-			where = u
-			break
-		}
-	}
+	where := orDefault(urlOn(a.Log, f.Subject), f.Subject)
 	out := *f
 	out.Class = traces.DependencyUnavailable
 	out.Subject = fmt.Sprintf("%s downloads %s, outside the registry, and cannot reach it", who, orDefault(where, "a file"))
 	return &out
+}
+
+// urlOn is the first URL in log on host (any URL when host is "").
+func urlOn(log, host string) string {
+	for _, u := range urlRe.FindAllString(log, -1) {
+		if host == "" || strings.Contains(u, "://"+host) {
+			return u
+		}
+	}
+	return ""
 }
 
 func orDefault(s, def string) string {

@@ -285,6 +285,7 @@ func TestVendorDownloadStops(t *testing.T) {
 		{"a known switch is the install-download rule's", "fetch", "npm error path /work/src/node_modules/electron\nnpm error command sh -c node install.js\nRequestError: getaddrinfo ENOTFOUND github.com\n", traces.NetworkNeeded, ""},
 		{"with the network off it is the network rules'", "build", log, traces.NetworkNeeded, ""},
 		{"no install script", "fetch", "Error: getaddrinfo ENOTFOUND downloads.example.invalid\n", traces.NetworkNeeded, ""},
+		{"npm fetching a tarball dependency", "fetch", "npm error code ENOTFOUND\nnpm error syscall getaddrinfo\nnpm error network request to https://codeload.github.com/o/jsonparse/tar.gz/f29abd39 failed, reason: getaddrinfo ENOTFOUND codeload.github.com\n", traces.NetworkNeeded, "https://codeload.github.com/o/jsonparse/tar.gz/f29abd39, a dependency from outside the registries"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			a := &Attempt{N: 1, Contract: c, Stage: tc.stage, Failure: &traces.Failure{Class: tc.class, Subject: traces.Classify(1, false, false, []byte(tc.log)).Subject}, Log: tc.log}

@@ -518,7 +518,15 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 			b.WriteString("the test suite fails and its runner's output names no single test.")
 		}
 	case traces.NetworkNeeded:
-		b.WriteString("the step needs the network, which only the fetch stage has; a service or download it expects is not part of the contract.")
+		if si := stageIndex(last.Contract, last.Stage); si >= 0 && last.Contract.Stages[si].Network {
+			host := ""
+			if f.Subject != "" {
+				host = " (" + f.Subject + ")"
+			}
+			fmt.Fprintf(&b, "a host the step reaches%s cannot be reached from this machine, though the stage has the network.", host)
+		} else {
+			b.WriteString("the step needs the network, which only the fetch stage has; a service or download it expects is not part of the contract.")
+		}
 	case traces.DependencyUnavailable:
 		fmt.Fprintf(&b, "a dependency is not available: %s. No revision of the contract can make this step pass here.", orWhat(f.Subject))
 	case traces.DependencyResolution:
