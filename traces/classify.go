@@ -46,7 +46,9 @@ var classes = []struct {
 		{re: regexp.MustCompile(`go: download (go[0-9][0-9a-z.]*) for \S+: toolchain not available`), subject: group(1)},
 		{re: regexp.MustCompile(`go: cannot find GOROOT`), subject: fixed("go")},
 		{re: regexp.MustCompile(`The engine "([^"]+)" is incompatible`), subject: group(1)},
-		{re: regexp.MustCompile(`(?i)unsupported engine`), subject: fixed("node")},
+		// An error, not npm's warning (npm warn EBADENGINE): without
+		// engine-strict npm installs anyway, and the warning decides nothing.
+		{re: regexp.MustCompile(`(?i)^(?:npm (?:ERR!|error) .*unsupported engine|.*ERR_PNPM_UNSUPPORTED_ENGINE)`), subject: fixed("node")},
 		{re: regexp.MustCompile(`SyntaxError: Unexpected token`), subject: fixed("node"),
 			ok: func(_ []string, log []byte) bool { return nodeRe.Match(log) }},
 	}},
@@ -86,6 +88,8 @@ var classes = []struct {
 		{re: regexp.MustCompile(`exec: "([^"]+)": executable file not found in \$PATH`), subject: group(1)},
 		{re: regexp.MustCompile(`/usr/bin/env: '?([^':]+?)'?: No such file or directory`), subject: group(1)},
 		{re: regexp.MustCompile(`\bmake(?:\[\d+\])?: ([^:* ]+): (?:Command not found|No such file or directory)`), subject: group(1)},
+		// node-gyp looking for the build tools it runs.
+		{re: regexp.MustCompile(`gyp ERR! stack Error: not found: (\S+)`), subject: group(1)},
 		// Go disables cgo when no C compiler is on PATH, so the compiler is what is missing.
 		{re: regexp.MustCompile(`requires cgo; enable cgo by setting CGO_ENABLED=1`), subject: fixed("gcc")},
 	}},

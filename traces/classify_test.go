@@ -32,6 +32,8 @@ func TestClassify(t *testing.T) {
 		{name: "goroot", exit: 2, log: "go: cannot find GOROOT directory: /usr/local/go\n", class: ToolchainVersion, subject: "go"},
 		{name: "yarn engine", exit: 1, log: "error vite@5.0.0: The engine \"node\" is incompatible with this module. Expected version \"^18.0.0 || >=20.0.0\". Got \"16.20.2\"\nerror Found incompatible module.\n", class: ToolchainVersion, subject: "node"},
 		{name: "node syntax", exit: 1, log: "/work/src/index.js:3\n  const x = a ?? b;\n              ^\n\nSyntaxError: Unexpected token '?'\n    at wrapSafe (internal/modules/cjs/loader.js:915:16)\n\nNode.js v12.22.12\n", class: ToolchainVersion, subject: "node"},
+		{name: "npm engine warning decides nothing", exit: 1, log: "npm warn EBADENGINE Unsupported engine {\nnpm warn EBADENGINE   package: 'a@1.0.0',\nnpm error code 1\nnpm error path /work/src/node_modules/bcrypt\nnpm error gyp ERR! stack Error: not found: make\n", class: MissingCommand, subject: "make"},
+		{name: "pnpm unsupported engine", exit: 1, log: " ERR_PNPM_UNSUPPORTED_ENGINE  Unsupported environment (bad pnpm and/or Node.js version)\n", class: ToolchainVersion, subject: "node"},
 		{name: "npm unsupported engine", exit: 1, log: "npm ERR! code EBADENGINE\nnpm ERR! engine Unsupported engine\nnpm ERR! notsup Required: {\"node\":\">=20\"}\n", class: ToolchainVersion, subject: "node"},
 		// What registries and proxies answer for something they do not serve,
 		// as npm 10, yarn 1, pnpm 9 and go 1.22 print it.
