@@ -659,6 +659,18 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-ignore-scripts", verified: true, rules: []string{"ignore-scripts"},
+			// the install script cannot reach the vendor's host; --ignore-scripts as the project's lockfile workflow does, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				st := r.out.Contract.Stages[0].Steps[0]
+				if st.Run != "npm ci --ignore-scripts" || !strings.Contains(st.Reason, "lockfile.yml") {
+					t.Fatalf("install step %+v", st)
+				}
+				wantPassed(t, r.out, "wraps the engine")
+			},
+		},
+		{
 			fixture: "synth-vendor-download", verified: false, rules: []string{},
 			// the install script cannot reach the vendor's host: stop at once
 			attempts: 1,

@@ -89,6 +89,7 @@ var Rules = []Rule{
 	{"peer-dependencies", peerDependencies},
 	{"install-download", installDownload},
 	{"native-build", nativeBuild},
+	{"ignore-scripts", ignoreScripts},
 	{"playwright-browser", playwrightBrowser},
 	{"embed-generated", embedGenerated},
 	{"working-directory", workingDirectory},
@@ -485,6 +486,62 @@ func registryDate(s *Situation) []Delta {
 	}
 	reason := fmt.Sprintf("the registry records no matching release before %s (%s); resolve as the registry stands, as the project's CI did", v, a.Failure.Subject)
 	return []Delta{{Reason: reason, Evidence: s.cite(line), Ops: []Op{{Kind: UnsetEnv, Name: plan.NPMBefore}}}}
+}
+
+// installCommand reports a package manager's dependency install: npm ci,
+// npm install, yarn (install), pnpm install.
+func installCommand(run string) bool {
+	w := strings.Fields(run)
+	if len(w) == 0 {
+		return false
+	}
+	switch w[0] {
+	case "npm":
+		return len(w) > 1 && (w[1] == "ci" || w[1] == "install" || w[1] == "i")
+	case "yarn":
+		return len(w) == 1 || w[1] == "install" || strings.HasPrefix(w[1], "--")
+	case "pnpm":
+		return len(w) > 1 && (w[1] == "install" || w[1] == "i")
+	}
+	return false
+}
+
+// ignoreScripts answers an install script that downloads what this machine
+// cannot reach, with no switch of its own to skip it, when the project
+// itself installs with --ignore-scripts somewhere (its CI or docs): the
+// same install, as the project runs it. Never a guess: without that
+// evidence the download stops the synth (vendorDownload).
+func ignoreScripts(s *Situation) []Delta {
+	a := s.Attempt
+	st := s.failed()
+	si := stageIndex(a.Contract, a.Stage)
+	if st == nil || si < 0 || s.Evidence == nil || !a.Contract.Stages[si].Network || a.Failure == nil || a.Failure.Class != traces.NetworkNeeded {
+		return nil
+	}
+	if !installCommand(st.Run) || strings.Contains(st.Run, "--ignore-scripts") || !lifecycleRe.MatchString(a.Log) {
+		return nil
+	}
+	pkg, _ := match(a.Log, scriptPackageRe)
+	if _, ok := downloadSwitches[pkg]; ok {
+		return nil // the install-download rule skips it
+	}
+	for _, e := range s.Evidence.Evidence {
+		text := e.Facts["run"] + e.Facts["command"]
+		if !strings.Contains(text, "--ignore-scripts") {
+			continue
+		}
+		n := *st
+		n.Run = st.Run + " --ignore-scripts"
+		n.Source, n.Confidence = contract.SourceRepair, 0.7
+		who := "the project's own install script"
+		if pkg != "" {
+			who = pkg + "'s install script"
+		}
+		n.Reason = fmt.Sprintf("%s downloads from a host this machine cannot reach and has no switch to skip it; the project itself installs with --ignore-scripts (%s)", who, e.Ref())
+		n.Evidence = s.cite(firstLine(a.Failure.Lines))
+		return []Delta{{Reason: n.Reason, Evidence: n.Evidence, Ops: []Op{{Kind: ReplaceStep, Stage: a.Stage, Index: a.Index, Step: &n}}}}
+	}
+	return nil
 }
 
 // scriptPackageRe finds the package whose install script failed, as npm,

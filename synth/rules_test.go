@@ -410,3 +410,44 @@ func TestEmbedGenerated(t *testing.T) {
 		t.Fatalf("built a package.json that is not above the file: %+v", d)
 	}
 }
+
+// An install script with no switch of its own is skipped only as the
+// project itself installs: with --ignore-scripts where its CI or docs do.
+func TestIgnoreScripts(t *testing.T) {
+	log := "npm error code 1\nnpm error path /work/src/node_modules/supabase\nnpm error command failed\nnpm error command sh -c node scripts/postinstall.js\nnpm error FetchError: request to https://github.com/supabase/cli/releases/download/v2.81.2/x.txt failed, reason: getaddrinfo ENOTFOUND github.com\n"
+	own := discover.Evidence{Kind: discover.KindGHARun, Path: ".github/workflows/integration-tests.yml", Line: 159, Facts: map[string]string{"run": "npm install --legacy-peer-deps --ignore-scripts"}}
+	c := draft()
+	c.Stages[0].Steps[0].Run = "npm ci --legacy-peer-deps"
+	for _, tc := range []struct {
+		name string
+		ev   []discover.Evidence
+		log  string
+		want string
+	}{
+		{"the project does it", []discover.Evidence{own}, log, "npm ci --legacy-peer-deps --ignore-scripts"},
+		{"no evidence", nil, log, ""},
+		{"a package with its own switch", []discover.Evidence{own}, strings.Replace(log, "node_modules/supabase", "node_modules/electron", 1), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := traces.Classify(1, false, false, []byte(tc.log))
+			a := &Attempt{N: 3, Contract: c, Stage: "fetch", Failure: f, Log: tc.log}
+			ds := ignoreScripts(&Situation{Attempt: a, Evidence: &discover.Result{Evidence: tc.ev}})
+			if tc.want == "" {
+				if ds != nil {
+					t.Fatalf("proposed %+v", ds)
+				}
+				return
+			}
+			if len(ds) != 1 || ds[0].Ops[0].Step.Run != tc.want || !strings.Contains(ds[0].Reason, "integration-tests.yml:159") || !strings.Contains(ds[0].Reason, "supabase's install script") {
+				t.Fatalf("deltas %+v", ds)
+			}
+			next, err := Apply(c, ds[0])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := check(c, next, false, false); err != nil {
+				t.Fatalf("sanity: %v", err)
+			}
+		})
+	}
+}

@@ -26,7 +26,7 @@ var escapes = []struct {
 	{regexp.MustCompile(`(^|[;&|\n]\s*)(exit\s+0|true)\s*$`), successWhy},
 	{regexp.MustCompile(`--passWithNoTests|--pass-with-no-tests|--forceExit`), "lets the runner pass with no tests"},
 	{regexp.MustCompile(`(^|\s)-(test\.)?(run|skip)[= ]`), "narrows which tests run"},
-	{regexp.MustCompile(`--testPathIgnorePatterns|--testNamePattern|--grep|--exclude|--ignore\b|-k\s|--deselect|--skip\b`), "filters tests out"},
+	{regexp.MustCompile(`--testPathIgnorePatterns|--testNamePattern|--grep|--exclude|--ignore(?:[\s=]|$)|-k\s|--deselect|--skip(?:[\s=]|$)`), "filters tests out"},
 	{regexp.MustCompile(`(^|\s)-short\b`), "runs only the short tests"},
 	{regexp.MustCompile(`--no-verify|--dry-run`), "does not really run the step"},
 }

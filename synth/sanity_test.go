@@ -38,6 +38,8 @@ func TestCheckRejectsWeakening(t *testing.T) {
 		{"swap npm ci", replaceBuild("npm install --no-audit"), ""},
 		{"go test -short", replaceBuild("go test -short ./..."), "short"},
 		{"skip flag", replaceBuild("go test -skip TestSlow ./..."), "narrows"},
+		{"an ignore pattern", replaceBuild("npx mocha --ignore test/slow.js"), "filters tests out"},
+		{"an install without scripts", replaceBuild("npm ci --ignore-scripts"), ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
