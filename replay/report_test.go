@@ -8,10 +8,10 @@ import (
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
 
-// A passing test whose name states an error ("warns on Unsupported
-// engine") decides nothing: the runner's report of what failed does.
+// A passing test whose name states an error (`warns when The engine "node"
+// is incompatible`) decides nothing: the runner's report of what failed does.
 func TestFailureFromTheRunnersReport(t *testing.T) {
-	log := []byte("ok 1 - warns on Unsupported engine\nnot ok 2 - adds\n  ---\n  AssertionError: expected 3 to equal 4\n  ...\n1..2\n# fail 1\n")
+	log := []byte("ok 1 - warns when The engine \"node\" is incompatible with this module\nnot ok 2 - adds\n  ---\n  AssertionError: expected 3 to equal 4\n  ...\n1..2\n# fail 1\n")
 	f := traces.Classify(1, false, false, log)
 	if f == nil || f.Class != traces.ToolchainVersion {
 		t.Fatalf("the log alone: %+v (the case this guards against)", f)
