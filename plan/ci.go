@@ -254,7 +254,7 @@ func (p *run) selectJobs(jobs []*ciJob) []picked {
 		// that is not a coverage-report variant; then file order.
 		for _, f := range []func(cand) bool{
 			func(c cand) bool { return p.needsSecrets(c.j) },
-			func(c cand) bool { return c.j.fact("services") != "" },
+			func(c cand) bool { return c.j.fact("services") != "" || p.needsCluster(c.j) },
 			func(c cand) bool { return !slices.Contains(c.j.triggers(), "pull_request") && !c.j.root().wf.gitlab },
 			nil, // the newest toolchain, as the version rule prefers
 			func(c cand) bool {
@@ -330,13 +330,17 @@ func (p *run) selectJobs(jobs []*ciJob) []picked {
 			// the same directory (a job in a package of its own tests that
 			// package), none reaching a hosted service with credentials.
 			if best.width < 3 && c.width < 3 && len(take) < 4 && c.j.wf.path == best.j.wf.path && c.tests[0].cwd == best.tests[0].cwd && !p.needsSecrets(c.j) &&
-				!coveredBy(c, take, sig) && !p.needsBrowser(c.j) && subset(setupTools(c.j), setupTools(best.j)) {
+				!coveredBy(c, take, sig) && !p.needsBrowser(c.j) && !p.needsCluster(c.j) && subset(setupTools(c.j), setupTools(best.j)) {
 				seen[s] = c.j
 				take = append(take, c)
 				continue
 			}
 			if coveredBy(c, take, sig) {
 				left[c.j] = fmt.Sprintf("its tests are among those %s runs; an alternative", best.j.ref())
+				continue
+			}
+			if p.needsCluster(c.j) && !p.needsCluster(best.j) {
+				left[c.j] = fmt.Sprintf("another test job, which drives a container engine or cluster a replay does not have; %s needs none (%s)", best.j.ref(), best.tests[0].run)
 				continue
 			}
 			left[c.j] = fmt.Sprintf("another test job; %s runs the wider suite (%s)", best.j.ref(), best.tests[0].run)

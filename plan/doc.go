@@ -19,10 +19,11 @@
 // whose failures are not allowed and which works on the commit alone. The
 // widest test command wins (./..., the test script or target, perhaps run
 // with coverage or for CI, over a named part); among equals the job that
-// needs no credentials, then no services, that guards pull requests, on
-// the newest toolchain, that is not a coverage variant, then file order.
-// When every candidate runs a part, the parts in the same workflow, run
-// from the same directory with the same toolchains and no browser, are
+// needs no credentials, then no services or container engine (docker in
+// any of its scripts), that guards pull requests, on the newest toolchain,
+// that is not a coverage variant, then file order. When every candidate
+// runs a part, the parts in the same workflow, run from the same directory
+// with the same toolchains and no browser or container engine, are
 // taken together (at most four). Jobs that repeat the chosen one are
 // alternatives. With no test-role job, a job named e2e that runs ordinary
 // test commands with no browser or cluster is taken. Without any, the

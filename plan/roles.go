@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 )
@@ -175,5 +176,9 @@ func (p *run) needsCluster(j *ciJob) bool {
 			return true
 		}
 	}
-	return false
+	// A container engine driven from inside a loop or a pipeline
+	// (`for f in …; do zstd -d … | docker image load; done`).
+	return dockerUse.MatchString(p.jobText(j))
 }
+
+var dockerUse = regexp.MustCompile(`(?m)(?:^|[\s;&|(])docker(?:-compose)?\s+(?:image|images|load|save|run|compose|build|pull|start|exec|network|volume|ps|buildx)\b`)
