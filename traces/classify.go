@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // maxLines bounds Failure.Lines: enough to show the cause, short enough to read.
@@ -73,7 +74,9 @@ var classes = []struct {
 		{re: regexp.MustCompile(`\bERESOLVE\b`), subject: fixed("npm")},
 		// The version exists, but not before the date resolution is held to
 		// (npm's before): a matter of resolution, not of the registry.
-		{re: regexp.MustCompile(`No matching version found for (\S+?) with a date before ([^\n]+?)\.?$`), subject: func(m []string) string { return m[1] + " (none published before " + m[2] + ", by the registry's record)" }},
+		{re: regexp.MustCompile(`No matching version found for (\S+?) with a date before ([^\n]+?)\.?$`), subject: func(m []string) string {
+			return m[1] + " (none published before " + m[2] + ", by the registry's record)"
+		}},
 		{re: regexp.MustCompile(`missing go\.sum entry for module providing package (\S+?);?(?:\s|$)`), subject: group(1)},
 		{re: regexp.MustCompile(`([^@:\s]+)@\S+: missing go\.sum entry`), subject: group(1)},
 		{re: regexp.MustCompile(`missing go\.sum entry`), subject: fixed("go.sum")},
@@ -176,6 +179,14 @@ func notLoopback(m []string, _ []byte) bool {
 	return ip == nil || !ip.IsLoopback()
 }
 
+// asciiSpace maps Unicode space separators to a plain space.
+func asciiSpace(r rune) rune {
+	if r != ' ' && unicode.Is(unicode.Zs, r) {
+		return ' '
+	}
+	return r
+}
+
 // Classify says why a step failed. exitCode, timedOut and oom come from the
 // engine; log is the step's combined output. It returns nil for a step that
 // passed (exit 0, no timeout, no OOM).
@@ -188,6 +199,11 @@ func Classify(exitCode int, timedOut, oom bool, log []byte) *Failure {
 		return &Failure{Class: OutOfMemory, Lines: lastLines(lines, maxLines)}
 	case exitCode == 0:
 		return nil
+	}
+	for i, line := range lines {
+		// pnpm sets its error codes off with thin spaces (U+2009), which
+		// \s does not match.
+		lines[i] = strings.Map(asciiSpace, line)
 	}
 	for _, c := range classes {
 		var f *Failure
