@@ -127,6 +127,8 @@ var classes = []struct {
 		{re: regexp.MustCompile(`^\s*([1-9]\d*) failing\s*$`), subject: fixed("")},
 		{re: regexp.MustCompile(`^\(fail\) (.+?)(?: \[[0-9.]+m?s\])?$`), subject: group(1)},
 		{re: regexp.MustCompile(`^\s*([1-9]\d*) fail\s*$`), subject: fixed("")},
+		// jest: a test file that fails to load ("● Test suite failed to run").
+		{re: regexp.MustCompile(`^\s*FAIL\s+(\S+\.[cm]?[jt]sx?)\s*$`), subject: group(1)},
 	}},
 }
 
