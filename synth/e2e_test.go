@@ -561,6 +561,24 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-module-download", verified: true, rules: []string{"module-download"},
+			// extra/'s package cannot build offline (go-cmp never downloaded); its module downloaded in fetch, warm pass, cold pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.NetworkNeeded {
+					t.Fatalf("first failure %+v, want network", f)
+				}
+				var fetch []string
+				for _, st := range r.out.Contract.Stages[0].Steps {
+					fetch = append(fetch, st.Cwd+":"+st.Run)
+				}
+				if !slices.Equal(fetch, []string{":go mod download", "extra:go mod download"}) {
+					t.Fatalf("fetch steps %q", fetch)
+				}
+				wantPassed(t, r.out, "TestSum", "TestDiff")
+			},
+		},
+		{
 			fixture: "synth-peer-deps", verified: true, rules: []string{"peer-dependencies"},
 			// npm install refuses the peer ranges; --legacy-peer-deps from CONTRIBUTING, warm pass, cold pass
 			attempts: 3,

@@ -94,6 +94,7 @@ var Rules = []Rule{
 	{"embed-generated", embedGenerated},
 	{"working-directory", workingDirectory},
 	{"missing-env", missingEnv},
+	{"module-download", moduleDownload},
 	{"network-in-build", networkInBuild},
 	{"network-in-test", networkInTest},
 	{"run-as", runAs},
@@ -828,6 +829,69 @@ func embedGenerated(s *Situation) []Delta {
 	}
 	ops = append(ops, Op{Kind: InsertStep, Stage: stage, Index: index, Step: built})
 	return []Delta{{Reason: why + "; a fresh checkout has none: install and build it first", Evidence: s.cite(line), Ops: ops}}
+}
+
+// goFetchRe is the go command failing, offline, to download a module a
+// package needs (from the proxy or directly).
+var goFetchRe = regexp.MustCompile(`(\S+@v\S+?):? (?:Get "https?://[^"]+"|reading https?://\S+|git ls-remote)[^\n]*(?:dial tcp|lookup|network is unreachable|Could not resolve host)`)
+
+// moduleDownload answers a Go package that cannot build offline because
+// its module's dependencies were never downloaded: a repository of several
+// modules whose fetch stage downloaded the root's alone (a Makefile that
+// tests each module in turn). The module of each package that failed so is
+// downloaded in fetch, from its own directory.
+func moduleDownload(s *Situation) []Delta {
+	a := s.Attempt
+	c := a.Contract
+	si := stageIndex(c, a.Stage)
+	if si < 0 || c.Stages[si].Network || s.Evidence == nil || a.Failure == nil || a.Failure.Class != traces.NetworkNeeded {
+		return nil
+	}
+	_, line := match(a.Log, goFetchRe)
+	if line == "" {
+		return nil
+	}
+	type module struct{ path, dir string }
+	var mods []module
+	for _, e := range s.Evidence.Evidence {
+		if e.Kind == discover.KindGoMod && e.Facts["module"] != "" {
+			mods = append(mods, module{e.Facts["module"], path.Dir(e.Path)})
+		}
+	}
+	var dirs []string
+	for _, pkg := range unbuilt(a.Log) {
+		best := module{}
+		for _, m := range mods {
+			if (pkg == m.path || strings.HasPrefix(pkg, m.path+"/")) && len(m.path) > len(best.path) {
+				best = m
+			}
+		}
+		if best.path != "" && !slices.Contains(dirs, best.dir) {
+			dirs = append(dirs, best.dir)
+		}
+	}
+	var ops []Op
+	at := 0
+	if fi := stageIndex(c, "fetch"); fi >= 0 {
+		at = len(c.Stages[fi].Steps)
+	}
+	for _, d := range dirs {
+		cwd := ""
+		if d != "." {
+			cwd = d
+		}
+		st := contract.Step{Run: "go mod download", Cwd: cwd, Evidence: s.cite(line), Source: contract.SourceRepair, Confidence: 0.8,
+			Reason: fmt.Sprintf("the packages of %s/go.mod cannot build offline: its dependencies were never downloaded", d)}
+		if fi := stageIndex(c, "fetch"); fi >= 0 && hasStep(c.Stages[fi].Steps, st, false) {
+			continue
+		}
+		ops = append(ops, Op{Kind: InsertStep, Stage: "fetch", Index: at, Step: &st})
+		at++
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return []Delta{{Reason: fmt.Sprintf("download the modules of %s in the fetch stage, with the network", strings.Join(dirs, ", ")), Evidence: s.cite(line), Ops: ops}}
 }
 
 func cwdDir(cwd string) string {

@@ -451,3 +451,40 @@ func TestIgnoreScripts(t *testing.T) {
 		})
 	}
 }
+
+// A package of a nested module that cannot build offline gets its own
+// module downloaded in fetch, once.
+func TestModuleDownload(t *testing.T) {
+	ev := &discover.Result{Evidence: []discover.Evidence{
+		{Kind: discover.KindGoMod, Path: "go.mod", Line: 1, Facts: map[string]string{"module": "github.com/uptrace/bun"}},
+		{Kind: discover.KindGoMod, Path: "dialect/mssqldialect/go.mod", Line: 1, Facts: map[string]string{"module": "github.com/uptrace/bun/dialect/mssqldialect"}},
+		{Kind: discover.KindGoMod, Path: "dialect/pgdialect/go.mod", Line: 1, Facts: map[string]string{"module": "github.com/uptrace/bun/dialect/pgdialect"}},
+	}}
+	const log = "dialect.go:12:2: golang.org/x/mod@v0.33.0: Get \"https://proxy.golang.org/golang.org/x/mod/@v/v0.33.0.zip\": dial tcp: lookup proxy.golang.org on 10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable\nFAIL\tgithub.com/uptrace/bun/dialect/mssqldialect [setup failed]\nok  \tgithub.com/uptrace/bun/dialect/pgdialect\t0.1s\n"
+	c := draft()
+	f := traces.Classify(1, false, false, []byte(log))
+	a := &Attempt{N: 2, Contract: c, Stage: "verify", Failure: f, Log: log}
+	ds := moduleDownload(&Situation{Attempt: a, Evidence: ev})
+	if len(ds) != 1 || len(ds[0].Ops) != 1 {
+		t.Fatalf("deltas %+v", ds)
+	}
+	next, err := Apply(c, ds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := next.Stages[0].Steps
+	if last := steps[len(steps)-1]; last.Run != "go mod download" || last.Cwd != "dialect/mssqldialect" {
+		t.Fatalf("fetch %+v", steps)
+	}
+	if err := check(c, next, false, false); err != nil {
+		t.Fatalf("sanity: %v", err)
+	}
+	again := &Attempt{N: 3, Contract: next, Stage: "verify", Failure: f, Log: log}
+	if ds := moduleDownload(&Situation{Attempt: again, Evidence: ev}); ds != nil {
+		t.Fatalf("proposed the same download twice: %+v", ds)
+	}
+	build := &Attempt{N: 2, Contract: c, Stage: "fetch", Failure: f, Log: log}
+	if ds := moduleDownload(&Situation{Attempt: build, Evidence: ev}); ds != nil {
+		t.Fatalf("a stage with the network: %+v", ds)
+	}
+}
