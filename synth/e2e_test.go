@@ -533,7 +533,7 @@ func TestE2ESynth(t *testing.T) {
 					t.Fatalf("first failure %+v, want test-failure", f)
 				}
 				c := r.out.Contract
-				if c.Env["TMPDIR"] != "/home/builder/.tmp" || c.Stages[0].Steps[0].Run != "mkdir -p /home/builder/.tmp" {
+				if c.Env["TMPDIR"] != "/home/builder/tmp" || c.Stages[0].Steps[0].Run != "mkdir -p /home/builder/tmp" {
 					t.Fatalf("env %v, first step %+v", c.Env, c.Stages[0].Steps[0])
 				}
 				wantPassed(t, r.out, "TestDiscard", "TestName")

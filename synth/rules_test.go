@@ -80,7 +80,7 @@ func TestRules(t *testing.T) {
 		op            OpKind
 		opName, opVal string
 	}{
-		{name: "rename from temp into HOME (go)", stage: "verify", class: traces.TestFailure, log: "    trash_test.go:16: rename /tmp/TestDiscard123/001/note.txt /home/builder/.trash/note.txt: invalid cross-device link\n--- FAIL: TestDiscard (0.00s)\n", want: "temp-across-mounts", op: SetEnv, opName: "TMPDIR", opVal: "/home/builder/.tmp"},
+		{name: "rename from temp into HOME (go)", stage: "verify", class: traces.TestFailure, log: "    trash_test.go:16: rename /tmp/TestDiscard123/001/note.txt /home/builder/.trash/note.txt: invalid cross-device link\n--- FAIL: TestDiscard (0.00s)\n", want: "temp-across-mounts", op: SetEnv, opName: "TMPDIR", opVal: "/home/builder/tmp"},
 		{name: "rename from HOME into temp (node)", stage: "verify", class: traces.TestFailure, log: "Error: EXDEV: cross-device link not permitted, rename '/home/builder/.config/x.json' -> '/tmp/x.json'\n", want: "temp-across-mounts", op: SetEnv, opName: "TMPDIR"},
 		{name: "rename from the work tree", stage: "verify", class: traces.TestFailure, log: "rename /work/src/a.txt /tmp/a.txt: invalid cross-device link\n", want: ""},
 		{name: "make missing (dash)", stage: "build", class: traces.MissingCommand, log: "sh: 1: make: not found\n", want: "missing-command", op: AddSystemPackage, opName: "make"},
