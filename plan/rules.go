@@ -243,6 +243,20 @@ func (p *run) skip(topic, choice string, ev discover.Evidence, reason string) {
 
 func (p *run) use(ev discover.Evidence) { p.used[ev.Path] = true }
 
+// drives reports a command that runs the project's own build logic, in
+// whatever ecosystems it has: a make-style target or a script file.
+func drives(run string) bool {
+	w := words(run)
+	if len(w) == 0 {
+		return false
+	}
+	switch path.Base(w[0]) {
+	case "make", "gmake", "task", "just", "mage", "bash", "sh":
+		return true
+	}
+	return strings.HasPrefix(w[0], "./") || strings.HasSuffix(w[0], ".sh")
+}
+
 func (p *run) each(kind discover.Kind) []discover.Evidence {
 	var out []discover.Evidence
 	for _, e := range p.res.Evidence {
@@ -414,7 +428,13 @@ func (p *run) stages() error {
 		ciProj[c.project] = true
 		ecos := []string{c.eco}
 		if c.eco == "" {
-			ecos = p.ecosystemsAt(c.project)
+			ecos = nil
+			if drives(c.step.Run) {
+				// A make target or a script may drive any ecosystem of its
+				// project; a helper (installing a binary, a cd) says
+				// nothing of which one the project's build uses.
+				ecos = p.ecosystemsAt(c.project)
+			}
 		}
 		for _, e := range ecos {
 			uses[c.project+"\x00"+e] = true
