@@ -203,6 +203,11 @@ func missingCommand(s *Situation) []Delta {
 	if _, ok := toolchainCommands[path.Base(cmd)]; ok {
 		return nil // missingToolchain's case
 	}
+	if path.Base(cmd) == "task" && s.Evidence != nil && slices.ContainsFunc(s.Evidence.Evidence, func(e discover.Evidence) bool { return e.Kind == discover.KindTask }) {
+		// A Taskfile's task is go-task; Debian's /usr/bin/task is
+		// taskwarrior, another program of the same name.
+		return nil
+	}
 	r, ok := commandPackage(s.Packages, cmd)
 	if !ok || slices.Contains(s.Attempt.Contract.SystemPackages, r.pkg) {
 		return nil

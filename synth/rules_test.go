@@ -184,6 +184,15 @@ func TestRules(t *testing.T) {
 	}
 }
 
+// Debian's task is taskwarrior; a repository with a Taskfile means go-task.
+func TestTaskIsNotTaskwarrior(t *testing.T) {
+	a := &Attempt{N: 1, Contract: draft(), Stage: "verify", Failure: &traces.Failure{Class: traces.MissingCommand}, Log: "bash: line 1: task: command not found\n"}
+	withTaskfile := &discover.Result{Evidence: []discover.Evidence{{Kind: discover.KindTask, Path: "Taskfile.yml", Line: 3, Facts: map[string]string{"name": "test"}}}}
+	if ds := missingCommand(&Situation{Attempt: a, Evidence: withTaskfile, Packages: excerpt(t)}); ds != nil {
+		t.Fatalf("proposed %+v for go-task", ds)
+	}
+}
+
 func TestSecretsAreNotInvented(t *testing.T) {
 	ev := &discover.Result{Evidence: []discover.Evidence{{Kind: discover.KindGHAEnv, Path: "ci.yml", Line: 3, Facts: map[string]string{"name": "API_TOKEN", "value": "${{ secrets.API_TOKEN }}"}}}}
 	a := &Attempt{N: 1, Contract: draft(), Stage: "verify", Failure: &traces.Failure{Class: traces.Unknown}, Log: "environment variable API_TOKEN is not set"}
