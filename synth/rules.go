@@ -1065,7 +1065,7 @@ func tempAcrossMounts(s *Situation) []Delta {
 			}
 			line := lineAt(log, m[0])
 			// Not a dot directory: tools that hide dotfiles would hide
-			// what the tests make in it (superfile's extraction did).
+			// what the tests make in it.
 			dir := home + "/tmp"
 			reason := fmt.Sprintf("a rename between the temp directory and HOME crosses filesystems here (%s → %s); on a hosted runner they are one: put the temp directory in HOME", from, to)
 			mk := &contract.Step{Run: "mkdir -p " + dir, Evidence: s.cite(line), Source: contract.SourceRepair, Confidence: 0.7, Reason: "TMPDIR must exist before any step uses it"}
