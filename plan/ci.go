@@ -102,7 +102,7 @@ func (p *run) jobCommands(j *ciJob) []command {
 			}
 			script, _ := p.expandWith(s.run(), ctx, true)
 			cwd, _ := p.expandWith(s.ev.Facts["working-directory"], ctx, false)
-			for _, cmd := range splitScript(script, joinCwd("", cwd), s.ev.Line) {
+			for _, cmd := range splitScript(script, workDir(cwd), s.ev.Line) {
 				cmd.run, _ = unsudo(cmd.run)
 				if k := cmd.cwd + "\x00" + cmd.run; !seen[k] {
 					seen[k] = true
@@ -712,7 +712,7 @@ func (p *run) lastTestStep(j *ciJob, ch choice, ctx exprCtx) int {
 			c.matrix = v
 			script, _ := p.expandWith(s.run(), c, true)
 			cwd, _ := p.expandWith(s.ev.Facts["working-directory"], c, false)
-			for _, cmd := range splitScript(script, joinCwd("", cwd), s.ev.Line) {
+			for _, cmd := range splitScript(script, workDir(cwd), s.ev.Line) {
 				run, _ := unsudo(cmd.run)
 				if p.scripts.of(run, cmd.cwd).kind == kindTest {
 					last = i
@@ -889,7 +889,7 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 		p.skip("ci step", e.Facts["run"], e, "working-directory "+why)
 		return
 	}
-	cwd = joinCwd("", cwd)
+	cwd = workDir(cwd)
 	first := e.Line
 	// A multi-line script is a block scalar: its text starts below "run: |".
 	if strings.Contains(strings.TrimRight(e.Facts["run"], "\n"), "\n") {
@@ -899,6 +899,10 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 	kept := false
 	for _, c := range splitScript(script, cwd, first) {
 		ref := discover.Evidence{Path: e.Path, Line: c.line}
+		if c.lost != "" {
+			p.skip("ci step", c.run, ref, lostReason(c))
+			continue
+		}
 		run, sudo := unsudo(c.run)
 		if pk, ok := aptPackages(c.run); ok {
 			p.addPackages(pk, e, "CI installs them with apt on the runner")

@@ -29,27 +29,35 @@ func (p *run) addDefaults() {
 		d := defaulter{run: p, root: pr.root, cwd: cwd}
 		n := len(p.cands)
 		if pr.ecosystems["go"] {
+			d.eco = "go"
 			d.golang()
 		}
 		if pr.ecosystems["node"] {
+			d.eco = "node"
 			d.node()
 		}
 		if pr.ecosystems["deno"] {
+			d.eco = "deno"
 			d.deno()
 		}
 		if pr.ecosystems["python"] {
+			d.eco = "python"
 			d.python()
 		}
 		if pr.ecosystems["rust"] {
+			d.eco = "rust"
 			d.rust()
 		}
 		if pr.ecosystems["java"] {
+			d.eco = "java"
 			d.java()
 		}
 		if pr.ecosystems["c"] {
+			d.eco = "c"
 			d.c()
 		}
 		if len(p.cands) == n {
+			d.eco = ""
 			d.make()
 		}
 		if len(p.cands) == n {
@@ -74,6 +82,13 @@ func mapKeys(m map[string]bool) func(func(string) bool) {
 type defaulter struct {
 	*run
 	root, cwd string
+	eco       string // whose defaults are being added
+}
+
+// addPackages holds the packages back until the merge knows whether
+// anything of the ecosystem stays.
+func (d defaulter) addPackages(pkgs []string, ev discover.Evidence, reason string) {
+	d.defaultPkgs = append(d.defaultPkgs, defaultPkgs{project: d.root, eco: d.eco, pkgs: pkgs, ev: ev, reason: reason})
 }
 
 // makeTarget is the project's Makefile target of that name, or nil.

@@ -221,6 +221,16 @@ type run struct {
 	nodePMs map[string]pm // project root → package manager
 	scripts *scripts
 	picked  []picked
+	// defaultPkgs are the packages ecosystem defaults need; they are
+	// declared only when something of their ecosystem stays.
+	defaultPkgs []defaultPkgs
+}
+
+type defaultPkgs struct {
+	project, eco string
+	pkgs         []string
+	ev           discover.Evidence
+	reason       string
 }
 
 type setupSpec struct {
@@ -373,10 +383,14 @@ func (p *run) docs() {
 			continue
 		}
 		if s := e.Path + "\x00" + e.Facts["heading"]; s != section {
-			section, cwd = s, joinCwd("", dir)
+			section, cwd = s, workDir(dir)
 		}
 		for _, c := range splitScript(e.Facts["command"], cwd, e.Line) {
 			cwd = c.cwd
+			if c.lost != "" {
+				p.skip("doc command", c.run, e, lostReason(c))
+				continue
+			}
 			if why := docReject(c.run); why != "" {
 				p.skip("doc command", c.run, e, why)
 				continue
@@ -494,6 +508,7 @@ func (p *run) stages() error {
 		rank[pr.root] = i
 	}
 	byStage := map[string][]candidate{}
+	kept := map[string]bool{} // project\x00eco of a kept step
 	for _, c := range p.cands {
 		if c.tier == tierDoc && c.stage == stageVerify && best[key(c)] == tierDoc && p.testWidth(command{run: c.step.Run, cwd: c.step.Cwd}) < widest[c.project] {
 			p.out.Skipped = append(p.out.Skipped, Decision{Topic: "step", Choice: c.step.Run, Evidence: c.step.Evidence, Reason: "a part of the suite the documentation also runs whole"})
@@ -504,6 +519,20 @@ func (p *run) stages() error {
 			continue
 		}
 		byStage[c.stage] = append(byStage[c.stage], c)
+		kept[c.project+"\x00"+c.eco] = true
+	}
+	for _, d := range p.defaultPkgs {
+		k := d.project + "\x00" + d.eco
+		if d.eco == "" || !ciProj[d.project] || uses[k] || kept[k] {
+			p.addPackages(d.pkgs, d.ev, d.reason)
+			continue
+		}
+		for _, pk := range d.pkgs {
+			if !p.pkgs[pk] {
+				p.out.Skipped = append(p.out.Skipped, Decision{Topic: "system package", Choice: pk, Evidence: d.ev.Ref(),
+					Reason: fmt.Sprintf("%s; the chosen CI job runs nothing of %s", d.reason, d.eco)})
+			}
+		}
 	}
 	for _, name := range stageOrder {
 		cs := byStage[name]

@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"fmt"
 	"path"
 	"strings"
 )
@@ -11,6 +12,10 @@ type command struct {
 	run  string
 	line int
 	cwd  string
+	// lost is the cd before it that left for a directory the planner cannot
+	// name (a variable, mktemp, an absolute path): the command runs there,
+	// not in cwd.
+	lost string
 }
 
 var controlWords = map[string]bool{
@@ -49,16 +54,42 @@ func splitScript(script, cwd string, firstLine int) []command {
 		joined = append(joined, command{run: l, line: firstLine + start})
 	}
 	var out []command
+	type place struct{ cwd, lost string }
+	here := place{cwd: cwd}
+	var back []place // where cd - and popd return to
 	for _, c := range joined {
 		for _, part := range splitAnd(c.run) {
-			if dir, ok := cdTarget(part); ok {
-				cwd = joinCwd(cwd, dir)
+			if f := strings.Fields(part); len(f) > 0 && (f[0] == "popd" || part == "cd -") {
+				if len(back) > 0 {
+					here, back = back[len(back)-1], back[:len(back)-1]
+				}
 				continue
 			}
-			out = append(out, command{run: part, line: c.line, cwd: cwd})
+			if dir, ok := cdTarget(part); ok {
+				back = append(back, here)
+				if rest, ok := strings.CutPrefix(strings.NewReplacer("${GITHUB_WORKSPACE}", "$GITHUB_WORKSPACE").Replace(dir), "$GITHUB_WORKSPACE"); ok {
+					here = place{} // the checkout's root
+					dir = strings.TrimPrefix(rest, "/")
+				}
+				if next, ok := joinCwd(here.cwd, dir); !ok && here.lost == "" {
+					here.lost = part
+				} else if ok {
+					here.cwd = next
+				}
+				continue
+			}
+			cwd, lost := here.cwd, here.lost
+			out = append(out, command{run: part, line: c.line, cwd: cwd, lost: lost})
 		}
 	}
 	return out
+}
+
+// lostReason says why a command after a cd the planner cannot follow is
+// left out: it runs elsewhere (mostly a temporary directory a tool is
+// unpacked in), and in the repository it would mean something else.
+func lostReason(c command) string {
+	return fmt.Sprintf("runs where %q moved to, a directory outside the repository or one only the runner's shell can name", c.lost)
 }
 
 // splitAnd cuts a command line at "&&" outside quotes. A line that also uses
@@ -98,28 +129,41 @@ func splitAnd(l string) []string {
 	return out
 }
 
-// cdTarget reports the directory of a plain "cd DIR" or "pushd DIR".
+// cdTarget reports the directory of a "cd DIR" or "pushd DIR"; a bare cd
+// goes to HOME.
 func cdTarget(c string) (string, bool) {
 	f := strings.Fields(c)
-	if len(f) == 2 && (f[0] == "cd" || f[0] == "pushd") {
-		return strings.Trim(f[1], `"'`), true
+	if len(f) == 0 || f[0] != "cd" && f[0] != "pushd" {
+		return "", false
 	}
-	return "", false
+	if len(f) == 1 {
+		return "~", true
+	}
+	return strings.Trim(strings.TrimSpace(strings.TrimPrefix(c, f[0])), `"'`), true
 }
 
 // joinCwd applies a cd to a repository-relative cwd; "" is the root. A cd
-// that leaves the repository or uses variables keeps the old cwd.
-func joinCwd(cwd, dir string) string {
+// that leaves the repository or names its target with a variable, a
+// command or an absolute path goes where the planner cannot follow: ok is
+// false.
+func joinCwd(cwd, dir string) (string, bool) {
 	if strings.ContainsAny(dir, "$~`") || path.IsAbs(dir) {
-		return cwd
+		return cwd, false
 	}
 	p := path.Clean(path.Join(cwdOrDot(cwd), dir))
 	if p == ".." || strings.HasPrefix(p, "../") {
-		return cwd
+		return cwd, false
 	}
 	if p == "." {
-		return ""
+		return "", true
 	}
+	return p, true
+}
+
+// workDir is a working-directory a CI step or a document names, as a
+// repository-relative cwd; one outside the repository is its root.
+func workDir(dir string) string {
+	p, _ := joinCwd("", dir)
 	return p
 }
 

@@ -13,7 +13,16 @@ func TestSplitScript(t *testing.T) {
 	}{
 		{"go mod download\n\n# comment\ngo test ./...\n", "", []string{"10 $ go mod download", "13 $ go test ./..."}},
 		{"cd web && npm ci && npm test", "", []string{"10 web$ npm ci", "10 web$ npm test"}},
-		{"cd ../.. && make", "", []string{"10 $ make"}},
+		{"cd ../.. && make", "", []string{"10 (cd ../..)$ make"}},
+		{"cd ../.. && make", "a/b", []string{"10 $ make"}},
+		// Where a variable, a command or an absolute path goes the planner
+		// cannot follow; what runs there is marked lost, until a cd back.
+		{"cd \"$(mktemp -d)\"\ncurl -L x | tar xz\ninstall -m 755 age/age /usr/local/bin", "", []string{"11 (cd \"$(mktemp -d)\")$ curl -L x | tar xz", "12 (cd \"$(mktemp -d)\")$ install -m 755 age/age /usr/local/bin"}},
+		{"cd /tmp && make", "", []string{"10 (cd /tmp)$ make"}},
+		{"cd $HOME\ncd sub\nmake", "", []string{"12 (cd $HOME)$ make"}},
+		{"pushd /tmp\nmake\npopd\ngo test ./...", "a", []string{"11 (pushd /tmp)$ make", "13 a$ go test ./..."}},
+		{"cd $GITHUB_WORKSPACE/web && npm test", "a", []string{"10 web$ npm test"}},
+		{"cd ${GITHUB_WORKSPACE}\nmake", "a", []string{"11 $ make"}},
 		{"cd sub\nmake test", "a", []string{"11 a/sub$ make test"}},
 		{"go test \\\n  -race ./...", "", []string{"10 $ go test -race ./..."}},
 		{"npm test || true", "", []string{"10 $ npm test || true"}},
@@ -23,7 +32,11 @@ func TestSplitScript(t *testing.T) {
 	for _, c := range cases {
 		var got []string
 		for _, cmd := range splitScript(c.script, c.cwd, 10) {
-			got = append(got, fmt.Sprintf("%d %s$ %s", cmd.line, cmd.cwd, cmd.run))
+			where := cmd.cwd
+			if cmd.lost != "" {
+				where = "(" + cmd.lost + ")"
+			}
+			got = append(got, fmt.Sprintf("%d %s$ %s", cmd.line, where, cmd.run))
 		}
 		if !slices.Equal(got, c.want) {
 			t.Errorf("splitScript(%q):\n got %q\nwant %q", c.script, got, c.want)
