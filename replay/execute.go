@@ -286,7 +286,7 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("creating dependency cache volume: %w", err)
 	}
-	x.homeReuse = map[bool]string{true: "miss", false: "hit"}[created]
+	x.homeReuse = map[bool]string{true: CacheMiss, false: CacheHit}[created]
 	prepMounts := []Mount{{Volume: work, Target: workDir}, {Volume: x.homeVol, Target: x.home()}, {Volume: x.cacheVol, Target: depCacheDir}}
 	for _, a := range x.artifacts {
 		v := toolVolume(a.Toolchain)

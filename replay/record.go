@@ -78,6 +78,13 @@ type FailureNote struct {
 	Subject string `json:"subject,omitempty"`
 }
 
+// What RunMetadata.DependencyCache says: the replay reused a cache volume
+// an earlier one filled (hit), or created it empty (miss).
+const (
+	CacheHit  = "hit"
+	CacheMiss = "miss"
+)
+
 // RunMetadata is what differs between replays of the same inputs.
 type RunMetadata struct {
 	InvocationID string           `json:"invocation_id"`

@@ -56,6 +56,30 @@ func TestLoopRepairsThenConfirmsCold(t *testing.T) {
 	}
 }
 
+// A warm replay that found nothing of an earlier one (an empty dependency
+// cache, no state resumed) is already the cold replay: it verifies alone.
+// One that did find a cache is confirmed cold.
+func TestLoopCleanPassNeedsNoColdReplay(t *testing.T) {
+	for _, clean := range []bool{true, false} {
+		sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
+			a := pass(results.Test{Name: "TestA", Status: results.Passed})
+			a.Clean = clean
+			return a
+		}}
+		out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t))).Run(context.Background(), draft(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []bool{false, true}
+		if clean {
+			want = []bool{false}
+		}
+		if !out.Verified || !slices.Equal(sim.calls, want) {
+			t.Errorf("clean=%v: verified=%v calls=%v, want %v", clean, out.Verified, sim.calls, want)
+		}
+	}
+}
+
 func TestLoopQuarantinesFlakyTest(t *testing.T) {
 	sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
 		flakyPasses := n%2 == 0

@@ -23,7 +23,9 @@ import (
 // state of a failed replay (replay.WithKeepState), the next warm attempt
 // resumes in it from the first stage the revision touches, so a repair does
 // not pay for the setup and the stages before the failure again; a cold
-// attempt never resumes, and only a cold pass accepts a contract.
+// attempt never resumes. A contract is accepted by a cold pass, or by a warm
+// one that proved clean: it created its dependency cache empty and resumed
+// nothing, so a cold replay would only repeat it.
 type Replayer struct {
 	Warm, Cold *replay.Runner
 	Snapshot   *repo.Snapshot
@@ -71,6 +73,7 @@ func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold
 		Tests: res.Tests, Duration: time.Since(start), TracePath: res.TracePath,
 		Resumed: res.Record != nil && res.Record.Run.ResumedFrom != "",
 	}
+	a.Clean = cold || (!a.Cached && !a.Resumed && res.Record != nil && res.Record.Run.DependencyCache == replay.CacheMiss)
 	if res.State != nil {
 		r.state, r.failed = res.State, a
 	}

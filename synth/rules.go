@@ -26,7 +26,11 @@ type Attempt struct {
 	Cached bool
 	// Resumed is set when the replay resumed in the state a failed attempt
 	// kept, instead of starting cold.
-	Resumed  bool
+	Resumed bool
+	// Clean is set when nothing of an earlier replay reached this one: not
+	// resumed, not a cached verdict, and a dependency cache it created
+	// empty. A clean pass is as good as a cold one.
+	Clean    bool
 	Contract *contract.Contract
 	// Where the first failure happened; Stage is empty on a pass.
 	Stage   string

@@ -18,7 +18,7 @@ import (
 
 // Verifier replays a contract once. Warm attempts may reuse dependency
 // caches left by earlier attempts; a cold one uses none, and only a cold
-// pass accepts a contract.
+// pass, or a warm one that was clean (Attempt.Clean), accepts a contract.
 type Verifier interface {
 	Verify(ctx context.Context, c *contract.Contract, n int, cold bool) (*Attempt, error)
 }
@@ -211,10 +211,12 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 					return nil
 				}
 			}
-			n++
-			cold, err := l.attempt(ctx, cur, n, true, " (cold, no caches)", out)
-			if err != nil {
-				return err
+			cold := a
+			if !a.Clean {
+				n++
+				if cold, err = l.attempt(ctx, cur, n, true, " (cold, no caches)", out); err != nil {
+					return err
+				}
 			}
 			if cold.Pass {
 				if err := CheckCounts(bestTests, ranCount(cold.Tests)); err != nil {
