@@ -879,6 +879,12 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 	e := s.ev
 	secrets := map[string]bool{}
 	ctx.secrets = secrets
+	env := maps.Clone(ctx.env)
+	if env == nil {
+		env = map[string]string{}
+	}
+	maps.Copy(env, stepEnv(e.Facts))
+	ctx.env = env
 	script, why := p.expandWith(e.Facts["run"], ctx, true)
 	if why != "" {
 		p.skip("ci step", e.Facts["run"], e, why)
@@ -1155,6 +1161,10 @@ func stepEnv(facts map[string]string) map[string]string {
 	return out
 }
 
+// shellSyntax is what the shell parses in a script's text but not in a
+// variable's expanded value.
+const shellSyntax = "\"'\\`$;&|<>(){}*?[]#~!\n"
+
 // expandWith replaces matrix, inputs, secrets and env references. Any
 // other expression only a hosted runner can evaluate; why says so.
 func (p *run) expandWith(s string, ctx exprCtx, script bool) (out, why string) {
@@ -1168,6 +1178,14 @@ func (p *run) expandWith(s string, ctx exprCtx, script bool) (out, why string) {
 				return "$" + g[1]
 			}
 			if g := envRef.FindStringSubmatch(inner); g != nil {
+				// GitHub substitutes the text before the shell reads the
+				// script, so quotes in the value are the shell's to parse;
+				// a variable's value is never parsed again.
+				if v, ok := ctx.env[g[1]]; ok && strings.ContainsAny(v, shellSyntax) {
+					if text, why := p.expandWith(v, ctx, false); why == "" {
+						return text
+					}
+				}
 				return "$" + g[1]
 			}
 		}

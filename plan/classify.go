@@ -17,7 +17,7 @@ var stageOrder = []string{stageFetch, stageBuild, stageVerify}
 
 // wrapper lists programs that run the command given after them: coverage
 // collectors and runners that add nothing to what the command is.
-var wrapper = map[string]bool{"c8": true, "nyc": true, "npx": true, "time": true, "xvfb-run": true, "nice": true}
+var wrapper = map[string]bool{"c8": true, "nyc": true, "npx": true, "time": true, "xvfb-run": true, "nice": true, "cross-env": true, "cross-env-shell": true}
 
 // testScript is a repository script that tests: one under a test directory
 // or named for testing ("./test/env.sh", "scripts/run-tests.sh").

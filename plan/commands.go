@@ -115,6 +115,76 @@ func (s *scripts) of(run, cwd string) verdict {
 	return s.kindAt(run, cwdOrDot(cwd), 0)
 }
 
+// reaches reports whether run, or a make target or package script it runs,
+// has a command whose words meet want; at reaches the line that does.
+func (s *scripts) reaches(run, dir string, depth int, want func(w []string) bool) (string, bool) {
+	run, _ = unsudo(run)
+	if parts := commandParts(run); len(parts) > 1 {
+		for _, p := range parts {
+			if at, ok := s.reaches(p, dir, depth, want); ok {
+				return at, true
+			}
+		}
+		return "", false
+	}
+	w := words(run)
+	if len(w) == 0 {
+		return "", false
+	}
+	if want(w) {
+		return run, true
+	}
+	if depth >= maxDepth {
+		return "", false
+	}
+	tool := w[0][strings.LastIndexByte(w[0], '/')+1:]
+	var bodies []string
+	switch tool {
+	case "make", "gmake":
+		targets, sub := makeTargets(w[1:])
+		key := dir
+		if sub != "" {
+			key = path.Join(dir, sub)
+		}
+		for _, t := range targets {
+			bodies = append(bodies, strings.Split(s.make[key][t], "\n")...)
+		}
+	case "npm", "yarn", "pnpm", "bun":
+		if name := scriptArg(w[1:]); name != "" {
+			bodies = append(bodies, s.pkg[dir][name])
+		}
+	}
+	for _, b := range bodies {
+		if at, ok := s.reaches(strings.TrimLeft(strings.TrimSpace(b), "@-+"), dir, depth+1, want); ok {
+			return at, true
+		}
+	}
+	return "", false
+}
+
+// pmCommands are yarn's and pnpm's own commands, which a script or a
+// binary of the same name does not shadow.
+var pmCommands = map[string]bool{
+	"add": true, "audit": true, "bin": true, "cache": true, "config": true, "create": true, "dedupe": true, "dlx": true,
+	"exec": true, "fetch": true, "global": true, "import": true, "info": true, "init": true, "install": true, "link": true,
+	"list": true, "node": true, "outdated": true, "pack": true, "patch": true, "plugin": true, "publish": true,
+	"rebuild": true, "remove": true, "run": true, "set": true, "store": true, "test": true, "unlink": true, "up": true,
+	"update": true, "upgrade": true, "version": true, "why": true, "workspace": true, "workspaces": true,
+}
+
+// scriptArg is the package script a package manager's arguments run:
+// "run NAME", or "test".
+func scriptArg(args []string) string {
+	rest := dropFlags(args)
+	switch {
+	case len(rest) > 1 && (rest[0] == "run" || rest[0] == "run-script"):
+		return rest[1]
+	case len(rest) > 0 && (rest[0] == "test" || rest[0] == "t"):
+		return "test"
+	}
+	return ""
+}
+
 func (s *scripts) kindAt(run, dir string, depth int) verdict {
 	run, _ = unsudo(run)
 	parts := commandParts(run)
@@ -353,9 +423,24 @@ func (s *scripts) packageScript(tool string, args []string, dir string, depth in
 		if _, ok := s.pkg[dir][sub]; !ok || sub != "start" {
 			return verdict{kindServe, "starts a server"}
 		}
+	case "workspace":
+		// yarn workspace NAME COMMAND runs COMMAND in that workspace,
+		// whose directory the name alone does not say: its scripts are
+		// unknown here, and the script's name decides.
+		if tool == "yarn" && len(rest) > 1 {
+			return s.packageScript(tool, rest[1:], "\x00"+rest[0], depth+1)
+		}
 	}
-	if slices.Contains(rest, "--watch") || slices.Contains(rest, "-w") && sub == "test" {
+	// npm reads -w itself (a workspace); yarn and pnpm pass it to the script.
+	if slices.Contains(rest, "--watch") || slices.Contains(rest, "-w") && sub == "test" && tool != "npm" {
 		return verdict{kindServe, "runs in watch mode and never exits"}
+	}
+	if _, script := s.pkg[dir][sub]; !script && (tool == "yarn" || tool == "pnpm") && !pmCommands[sub] && depth < maxDepth {
+		// yarn and pnpm run a dependency's binary by its name: yarn jest,
+		// yarn c8 yarn test.
+		if v := s.kindAt(strings.Join(append([]string{sub}, rest...), " "), dir, depth+1); v.why != "" || v.kind != kindBuild {
+			return v
+		}
 	}
 	if cmd, ok := s.pkg[dir][sub]; ok && depth < maxDepth && !s.open[dir+"\x00"+sub] {
 		if s.open == nil {

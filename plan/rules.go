@@ -672,10 +672,23 @@ func overruled(c candidate, winners []candidate) string {
 	return fmt.Sprintf("%s gives the %s commands: %s", what, c.stage, strings.Join(runs, ", "))
 }
 
+// race says a command builds with Go's race detector.
+func race(w []string) bool {
+	return slices.ContainsFunc(w, func(a string) bool { return a == "-race" || a == "--race" || a == "-race=true" })
+}
+
 // finish fills env, secrets, system packages and inputs in canonical order.
 func (p *run) finish() {
 	for _, st := range p.c.Stages {
 		for _, s := range st.Steps {
+			if at, ok := p.scripts.reaches(s.Run, cwdOrDot(s.Cwd), 0, race); ok && !p.pkgs["gcc"] && !p.pkgs["build-essential"] {
+				// Go turns cgo off without a C compiler, and -race needs cgo.
+				p.pkgs["gcc"], p.pkgs["libc6-dev"] = true, true
+				for _, pk := range []string{"gcc", "libc6-dev"} {
+					p.out.Decisions = append(p.out.Decisions, Decision{Topic: "system package", Choice: pk, Evidence: s.Evidence,
+						Reason: fmt.Sprintf("`%s` builds with the race detector, which needs cgo: a C compiler and the C library headers, which the base image lacks", at)})
+				}
+			}
 			w := words(s.Run)
 			if len(w) == 0 {
 				continue

@@ -312,7 +312,8 @@ func TestCIStepsWinAndHostedStepsAreSkipped(t *testing.T) {
 	if v.Evidence != wf+":21" || v.Source != contract.SourceCI || v.Confidence != 0.9 || !strings.Contains(v.Reason, `"test"`) {
 		t.Errorf("verify step = %+v", v)
 	}
-	if !slices.Equal(c.SystemPackages, []string{"libsqlite3-dev", "pkg-config"}) {
+	// apt's packages, and what -race needs (cgo: a C compiler, the libc headers).
+	if !slices.Equal(c.SystemPackages, []string{"gcc", "libc6-dev", "libsqlite3-dev", "pkg-config"}) {
 		t.Errorf("system packages = %v", c.SystemPackages)
 	}
 	if c.Env["GOFLAGS"] != "-mod=readonly" || !slices.Equal(c.Secrets, []string{"NPM_TOKEN"}) || c.Env["NPM_TOKEN"] != "" {
@@ -612,5 +613,22 @@ func TestNoLockfileResolvesAsOfTheCommit(t *testing.T) {
 				t.Errorf("no decision says why: %+v", out.Decisions)
 			}
 		})
+	}
+}
+
+// GitHub substitutes ${{ env.X }} into the script's text before the shell
+// reads it: a value with quotes must reach the shell as text, where the
+// quotes group words, not as $X, whose expanded value keeps them literally.
+func TestEnvWithShellSyntaxIsSubstituted(t *testing.T) {
+	r := result([]discover.Project{proj(".", "go")},
+		gha(discover.KindGHASetup, 12, "tool", "go", "version", "1.22"),
+		gha(discover.KindGHARun, 19, "run", "go test ./... ${{ env.TEST_FLAGS }} ${{ env.PKG }}", "step", "test",
+			"env.TEST_FLAGS", `-ldflags="-X main.v=1 -s" -race`, "env.PKG", "plain"),
+		ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"),
+	)
+	c := explain(t, r).Contract
+	wantRuns(t, c, "fetch: go mod download", `verify: go test ./... -ldflags="-X main.v=1 -s" -race $PKG`)
+	if c.Env["PKG"] != "plain" {
+		t.Errorf("env = %v", c.Env)
 	}
 }

@@ -112,3 +112,28 @@ func TestCCRecipe(t *testing.T) {
 func stageOf(run string) string {
 	return (&scripts{pkg: map[string]map[string]string{}, make: map[string]map[string]string{}}).of(run, "").kind.stage()
 }
+
+// Wrappers a CI step puts around a test command: a dependency's binary run
+// through yarn or pnpm, cross-env, yarn workspace; npm's own -w names a
+// workspace, not watch mode.
+func TestWrappedTests(t *testing.T) {
+	s := &scripts{pkg: map[string]map[string]string{".": {"test": "jest", "build": "tsc"}}}
+	for run, want := range map[string]kind{
+		"yarn c8 yarn test":                         kindTest,
+		"yarn nyc yarn test":                        kindTest,
+		"yarn jest --ci":                            kindTest,
+		"pnpm vitest run":                           kindTest,
+		"npx cross-env X=1 npm test":                kindTest,
+		"cross-env NODE_ENV=test jest":              kindTest,
+		"yarn workspace jest-environment-node test": kindTest,
+		"npm run test -w pkg":                       kindTest,
+		"yarn test -w":                              kindServe,
+		"yarn build":                                kindBuild,
+		"yarn tsc -p .":                             kindBuild,
+		"yarn install --immutable":                  kindFetch,
+	} {
+		if v := s.of(run, ""); v.kind != want {
+			t.Errorf("%q: %s (%s), want %s", run, v.kind, v.why, want)
+		}
+	}
+}
