@@ -146,9 +146,9 @@ func TestPassOrderNetworkEnv(t *testing.T) {
 	if ops[0] != "InspectImage" || !slices.Contains(ops, "Commit") || !slices.Contains(ops, "RemoveImage") {
 		t.Errorf("calls %v", ops)
 	}
-	wantEnv := []string{"CI=true", "FOO=bar", "GOMODCACHE=/cache/go/mod", "HOME=/home/builder", "LANG=C.UTF-8",
+	wantEnv := []string{"CI=true", "FOO=bar", "GOMODCACHE=/cache/go/mod", "HOME=/home/builder", "LANG=C.UTF-8", "LOGNAME=builder",
 		"NPM_CONFIG_PREFIX=/home/builder/.local",
-		"PATH=/home/builder/.local/bin:/home/builder/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SOURCE_DATE_EPOCH=1700000000", "TZ=UTC",
+		"PATH=/home/builder/.local/bin:/home/builder/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SHELL=/bin/bash", "SOURCE_DATE_EPOCH=1700000000", "TZ=UTC", "USER=builder",
 		"XDG_CACHE_HOME=/cache/xdg", "YARN_CACHE_FOLDER=/cache/yarn", "npm_config_cache=/cache/npm", "npm_config_store_dir=/cache/pnpm", "TOKEN=s3cr3t-value"}
 	if !slices.Equal(stepEnv, wantEnv) {
 		t.Errorf("step env\n got %q\nwant %q", stepEnv, wantEnv)

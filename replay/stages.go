@@ -220,7 +220,11 @@ func (x *run) strongestIndex() int { return x.contract.Strongest() }
 // variables, the contract's env, and the declared secrets found.
 func (x *run) env() []string {
 	m := map[string]string{
-		"HOME":              x.home(),
+		"HOME": x.home(),
+		// What a login gives a hosted runner's user: tests read them.
+		"USER":              x.contract.User,
+		"LOGNAME":           x.contract.User,
+		"SHELL":             "/bin/bash",
 		"LANG":              "C.UTF-8",
 		"TZ":                "UTC",
 		"CI":                "true",
