@@ -14,13 +14,16 @@ import (
 )
 
 var (
-	expr       = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
-	secretRef  = regexp.MustCompile(`^secrets\.([A-Za-z_][A-Za-z0-9_]*)$`)
-	envRef     = regexp.MustCompile(`^env\.([A-Za-z_][A-Za-z0-9_]*)$`)
-	matrixRef  = regexp.MustCompile(`^matrix\.([A-Za-z0-9_.-]+)$`)
-	inputRef   = regexp.MustCompile(`^(?:inputs|github\.event\.inputs)\.([A-Za-z0-9_-]+)$`)
-	releaseish = regexp.MustCompile(`(?i)release|publish|deploy`)
-	tagGuard   = regexp.MustCompile(`refs/tags|github\.event_name\s*==\s*'(?:release|schedule|workflow_dispatch)'|startsWith\(github\.ref,\s*'refs/tags`)
+	expr = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
+	// runnerFlag is a flag given an earlier step's or job's output.
+	danglingDashes = regexp.MustCompile(`(?m)[ \t]+--[ \t]*$`)
+	runnerFlag     = regexp.MustCompile(`[ \t]+--?[A-Za-z][\w-]*(?:=|[ \t]+)["']?\$\{\{\s*(?:steps|needs)\.[^}]*\}\}["']?`)
+	secretRef      = regexp.MustCompile(`^secrets\.([A-Za-z_][A-Za-z0-9_]*)$`)
+	envRef         = regexp.MustCompile(`^env\.([A-Za-z_][A-Za-z0-9_]*)$`)
+	matrixRef      = regexp.MustCompile(`^matrix\.([A-Za-z0-9_.-]+)$`)
+	inputRef       = regexp.MustCompile(`^(?:inputs|github\.event\.inputs)\.([A-Za-z0-9_-]+)$`)
+	releaseish     = regexp.MustCompile(`(?i)release|publish|deploy`)
+	tagGuard       = regexp.MustCompile(`refs/tags|github\.event_name\s*==\s*'(?:release|schedule|workflow_dispatch)'|startsWith\(github\.ref,\s*'refs/tags`)
 )
 
 // picked is a CI job the contract runs, with the matrix cell it runs under.
@@ -885,7 +888,18 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 	}
 	maps.Copy(env, stepEnv(e.Facts))
 	ctx.env = env
-	script, why := p.expandWith(e.Facts["run"], ctx, true)
+	run := e.Facts["run"]
+	for _, m := range runnerFlag.FindAllString(run, -1) {
+		// A tuning flag whose value an earlier step computed on the
+		// runner (--max-workers ${{ steps.cpus.outputs.count }}): the
+		// command runs without it, with the tool's default.
+		p.skip("ci flag", strings.TrimSpace(m), e, "its value is an earlier step's output on the hosted runner; the command runs with the tool's default")
+	}
+	if runnerFlag.MatchString(run) {
+		// "npm test -- --max-workers …" keeps no bare "--" behind.
+		run = danglingDashes.ReplaceAllString(runnerFlag.ReplaceAllString(run, ""), "")
+	}
+	script, why := p.expandWith(run, ctx, true)
 	if why != "" {
 		p.skip("ci step", e.Facts["run"], e, why)
 		return

@@ -632,3 +632,21 @@ func TestEnvWithShellSyntaxIsSubstituted(t *testing.T) {
 		t.Errorf("env = %v", c.Env)
 	}
 }
+
+// A flag whose value only an earlier step on the runner computed is dropped,
+// and the test command kept; an output in any other place still drops it.
+func TestRunnerOutputFlagIsDropped(t *testing.T) {
+	r := result([]discover.Project{proj(".", "node")},
+		gha(discover.KindGHASetup, 12, "tool", "node", "version", "20"),
+		gha(discover.KindGHARun, 14, "run", "npm ci", "step", "install"),
+		gha(discover.KindGHARun, 15, "run", "npm test -- --max-workers ${{ steps.cpus.outputs.count }} --shard=${{ needs.plan.outputs.shard }}", "step", "test"),
+		gha(discover.KindGHARun, 16, "run", "npx jest ${{ steps.changed.outputs.files }}", "step", "changed"),
+		ev(discover.KindPackageJSON, "package.json", 1),
+		ev(discover.KindPackageScript, "package.json", 5, "name", "test", "command", "jest"),
+	)
+	out := explain(t, r)
+	wantRuns(t, out.Contract, "fetch: npm ci", "verify: npm test")
+	if !hasSkip(out, "--max-workers ${{ steps.cpus.outputs.count }}", "earlier step's output") || !hasSkip(out, "npx jest ${{ steps.changed.outputs.files }}", "hosted runner") {
+		t.Errorf("skipped: %v", out.Skipped)
+	}
+}
