@@ -186,6 +186,61 @@ func scriptArg(args []string) string {
 }
 
 func (s *scripts) kindAt(run, dir string, depth int) verdict {
+	v := s.commandKind(run, dir, depth)
+	if v.kind == kindTest && len(commandParts(run)) == 1 {
+		if a := e2eArg(words(run)); a != "" {
+			return verdict{kindE2E, fmt.Sprintf("its argument %s names an end-to-end suite", a)}
+		}
+	}
+	return v
+}
+
+// e2eArg is an argument of a test command that names an end-to-end or
+// browser suite (a config, a project, a directory), except as the value of
+// a flag that leaves it out.
+func e2eArg(w []string) string {
+	w = included(w)
+	for i := 1; i < len(w); i++ {
+		a := w[i]
+		_, val, eq := strings.Cut(a, "=")
+		if !eq {
+			val = a
+		}
+		if strings.HasPrefix(val, "-") {
+			continue
+		}
+		for _, t := range strings.FieldsFunc(strings.ToLower(val), func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) {
+			if t == "e2e" || t == "playwright" || t == "cypress" || t == "puppeteer" {
+				return a
+			}
+		}
+	}
+	return ""
+}
+
+// included drops the flags that leave tests out, and their values.
+func included(w []string) []string {
+	var out []string
+	for i := 0; i < len(w); i++ {
+		flag, _, eq := strings.Cut(w[i], "=")
+		if excludeFlags[flag] {
+			if !eq {
+				i++
+			}
+			continue
+		}
+		out = append(out, w[i])
+	}
+	return out
+}
+
+// excludeFlags take what a test run leaves out.
+var excludeFlags = map[string]bool{
+	"-skip": true, "--skip": true, "--exclude": true, "--ignore": true, "--testPathIgnorePatterns": true,
+	"--testPathIgnorePattern": true, "--grep-invert": true, "--exclude-dir": true,
+}
+
+func (s *scripts) commandKind(run, dir string, depth int) verdict {
 	run, _ = unsudo(run)
 	parts := commandParts(run)
 	if len(parts) > 1 {
@@ -654,7 +709,7 @@ func goKind(args []string, run string) verdict {
 		if hasFlag(args, "-bench") && (hasFlagValue(args, "-run", "^$") || hasFlagValue(args, "-run", "XXX") || hasFlagValue(args, "-run", "none")) {
 			return verdict{kindBench, "runs benchmarks only"}
 		}
-		if e2eRun.MatchString(run) {
+		if e2eRun.MatchString(strings.Join(included(words(run)), " ")) {
 			return verdict{kindE2E, "tests end to end"}
 		}
 		return verdict{kindTest, "go test"}

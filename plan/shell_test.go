@@ -137,3 +137,23 @@ func TestWrappedTests(t *testing.T) {
 		}
 	}
 }
+
+// A test command whose config, project or directory names an end-to-end or
+// browser suite is e2e, whatever runs it; a name it leaves out is not.
+func TestE2EArguments(t *testing.T) {
+	s := &scripts{}
+	for run, want := range map[string]kind{
+		"vitest run -c vitest.config.e2e.ts":       kindE2E,
+		"npx jest --selectProjects e2e":            kindE2E,
+		"go test ./test/e2e/...":                   kindE2E,
+		"go test ./... -skip TestE2E":              kindTest,
+		"jest --testPathIgnorePatterns e2e":        kindTest,
+		"go test -skip=e2e ./...":                  kindTest,
+		"vitest run --config=vitest.playwright.ts": kindE2E,
+		"go test -race ./...":                      kindTest,
+	} {
+		if v := s.of(run, ""); v.kind != want {
+			t.Errorf("%q: %s (%s), want %s", run, v.kind, v.why, want)
+		}
+	}
+}
