@@ -327,6 +327,14 @@ func (p *run) preferredVersion(j *ciJob, k string, vals []string) (string, strin
 			}
 		}
 	}
+	if tool == "" {
+		// Not a toolchain the contract pins by hash but a dependency's
+		// version: an alias (latest, next) would resolve anew every day.
+		concrete := slices.DeleteFunc(slices.Clone(vals), isVersionAlias)
+		if newest, ok := newestSpec(concrete); ok && len(concrete) < len(vals) {
+			return newest, "the newest version named exactly (an alias such as latest is another version every day)"
+		}
+	}
 	if newest, ok := newestSpec(vals); ok {
 		return newest, "the newest version"
 	}
@@ -371,6 +379,15 @@ func isOSName(v string) bool {
 func isLinux(v string) bool {
 	v = strings.ToLower(v)
 	return strings.Contains(v, "ubuntu") || strings.Contains(v, "linux")
+}
+
+// isVersionAlias reports a name for whatever release is newest or next.
+func isVersionAlias(v string) bool {
+	switch strings.ToLower(v) {
+	case "stable", "latest", "node", "current", "next", "nightly", "canary", "beta", "rc", "insiders", "dev", "main", "master", "edge", "tip":
+		return true
+	}
+	return false
 }
 
 // newestSpec returns the highest of values that all read as versions

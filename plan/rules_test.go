@@ -650,3 +650,29 @@ func TestRunnerOutputFlagIsDropped(t *testing.T) {
 		t.Errorf("skipped: %v", out.Skipped)
 	}
 }
+
+// A dependency-version axis that is no toolchain: the newest version it
+// names exactly, not an alias that resolves anew every day. A toolchain
+// axis keeps its alias: the contract pins what it resolves to by hash.
+func TestMatrixDependencyAliasPassedOver(t *testing.T) {
+	r := result([]discover.Project{proj(".", "node")},
+		ev(discover.KindPackageJSON, "package.json", 1),
+		ev(discover.KindLockfile, "package-lock.json", 0, "manager", "npm", "format", "3"),
+		ev(discover.KindGHAJob, wf, 6, "workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest", "matrix-line", "8",
+			"matrix", `{"axes":[{"key":"typescript","values":["5.4","latest"]},{"key":"node","values":["20","latest"]}]}`),
+		ev(discover.KindGHASetup, wf, 12, "workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest", "tool", "node", "version", "${{ matrix.node }}"),
+		ev(discover.KindGHARun, wf, 15, "workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest", "run", "npm ci", "step", "1"),
+		ev(discover.KindGHARun, wf, 16, "workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest", "run", "npm i typescript@${{ matrix.typescript }}", "step", "2"),
+		ev(discover.KindGHARun, wf, 17, "workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest", "run", "npm test", "step", "3"),
+	)
+	out := explain(t, r)
+	var matrix []string
+	for _, d := range out.Decisions {
+		if d.Topic == "matrix" {
+			matrix = append(matrix, d.Choice)
+		}
+	}
+	if !slices.Equal(matrix, []string{"ci.yml#test node=latest;typescript=5.4"}) {
+		t.Errorf("matrix decisions = %v", matrix)
+	}
+}
