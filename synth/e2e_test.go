@@ -246,8 +246,8 @@ func TestE2ESynth(t *testing.T) {
 	}{
 		{
 			fixture: "synth-missing-command", verified: true, rules: []string{"missing-command"},
-			// fail on jq, warm pass, cold pass
-			attempts: 3,
+			// fail on jq, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if slices.Contains(r.draft.SystemPackages, "jq") {
 					t.Fatal("the draft already has jq; the fixture tests nothing")
@@ -259,8 +259,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-missing-header", verified: true, rules: []string{"missing-library"},
-			// fail on zlib.h, warm pass, cold pass
-			attempts: 3,
+			// fail on zlib.h, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if !slices.Contains(r.draft.SystemPackages, "build-essential") || slices.Contains(r.draft.SystemPackages, "zlib1g-dev") {
 					t.Fatalf("draft system packages %v: want the build tools and not zlib1g-dev", r.draft.SystemPackages)
@@ -275,8 +275,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-old-toolchain", verified: true, rules: []string{"toolchain-version"},
-			// Go 1.21 refuses go.mod, warm pass, cold pass
-			attempts: 3,
+			// Go 1.21 refuses go.mod, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if v := r.draft.Toolchain("go").Version; v != "1.21.13" {
 					t.Fatalf("the committed contract was not the start: go %s", v)
@@ -333,8 +333,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-lockfile-drift", verified: true, rules: []string{"lockfile-drift"},
-			// npm ci refuses the stale lockfile, warm pass, cold pass
-			attempts: 3,
+			// npm ci refuses the stale lockfile, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if got := r.draft.Stages[0].Steps[0].Run; got != "npm ci" {
 					t.Fatalf("the draft's first fetch step is %q, want npm ci", got)
@@ -370,8 +370,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-run-as-root", verified: true, rules: []string{"run-as"},
-			// the check refuses root, warm pass as builder, cold pass
-			attempts: 3,
+			// the check refuses root, a clean warm pass as builder
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if r.draft.User != "root" || r.out.Contract.User != "builder" {
 					t.Fatalf("user %q became %q, want root to become builder", r.draft.User, r.out.Contract.User)
@@ -383,8 +383,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-needs-root", verified: true, rules: []string{"run-as"},
-			// builder may not write /usr/local/lib, warm pass as root, cold pass
-			attempts: 3,
+			// builder may not write /usr/local/lib, a clean warm pass as root
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if r.draft.User != "builder" || r.out.Contract.User != "root" {
 					t.Fatalf("user %q became %q, want builder to become root", r.draft.User, r.out.Contract.User)
@@ -418,8 +418,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-network-build", verified: true, rules: []string{"network-in-build"},
-			// the offline build cannot download uuid, warm pass, cold pass
-			attempts: 3,
+			// the offline build cannot download uuid, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.NetworkNeeded || r.out.Attempts[0].StepRef() != "build/1" {
 					t.Fatalf("attempt 1 failed at %s with %+v, want build/1 for the network", r.out.Attempts[0].StepRef(), f)
@@ -439,8 +439,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-missing-toolchain", verified: true, rules: []string{"missing-toolchain"},
-			// npm not found, warm pass, cold pass
-			attempts: 3,
+			// npm not found, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if len(r.draft.Toolchains) != 0 {
 					t.Fatalf("the draft already declares %+v", r.draft.Toolchains)
@@ -462,8 +462,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-node", verified: true, rules: []string{},
-			// the draft passes warm, then cold
-			attempts: 2,
+			// the draft passes on its first replay, which is clean
+			attempts: 1,
 			check: func(t *testing.T, r e2eRun) {
 				if n := r.out.Contract.Toolchain("node"); n == nil || n.Hash == "" {
 					t.Fatalf("node toolchain %+v, want a pinned one", n)
@@ -474,7 +474,7 @@ func TestE2ESynth(t *testing.T) {
 		{
 			fixture: "synth-bun", verified: true, rules: []string{},
 			// bun from the npm registry's platform package: warm pass, cold pass
-			attempts: 2,
+			attempts: 1,
 			check: func(t *testing.T, r e2eRun) {
 				if b := r.out.Contract.Toolchain("bun"); b == nil || b.Version != "1.3.11" || !strings.HasPrefix(b.Hash, "sha512-") {
 					t.Fatalf("bun toolchain %+v", b)
@@ -484,8 +484,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-playwright", verified: true, rules: []string{"playwright-browser"},
-			// no browser build: Debian's chromium linked where Playwright looks, warm pass, cold pass
-			attempts: 3,
+			// no browser build: Debian's chromium linked where Playwright looks, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if !slices.Contains(r.out.Contract.SystemPackages, "chromium") {
 					t.Fatalf("packages %v", r.out.Contract.SystemPackages)
@@ -499,7 +499,7 @@ func TestE2ESynth(t *testing.T) {
 		{
 			fixture: "synth-deno", verified: true, rules: []string{},
 			// deno from the npm registry's platform package: warm pass, cold pass
-			attempts: 2,
+			attempts: 1,
 			check: func(t *testing.T, r e2eRun) {
 				if d := r.out.Contract.Toolchain("deno"); d == nil || d.Version != "2.9.6" || !strings.HasPrefix(d.Hash, "sha512-") {
 					t.Fatalf("deno toolchain %+v", d)
@@ -526,8 +526,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-cross-device", verified: true, rules: []string{"temp-across-mounts"},
-			// the rename from t.TempDir() into HOME fails with EXDEV (no identical rerun: it is the layout); TMPDIR in HOME, warm pass, cold pass
-			attempts: 3,
+			// the rename from t.TempDir() into HOME fails with EXDEV (no identical rerun: it is the layout); TMPDIR in HOME, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.TestFailure {
 					t.Fatalf("first failure %+v, want test-failure", f)
@@ -541,8 +541,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-embed-ui", verified: true, rules: []string{"embed-generated"},
-			// go test cannot compile web/ (embed all:dist matches nothing); node declared, npm ci and npm run build in web/, warm pass, cold pass
-			attempts: 3,
+			// go test cannot compile web/ (embed all:dist matches nothing); node declared, npm ci and npm run build in web/, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				c := r.out.Contract
 				if c.Toolchain("node") == nil || c.Toolchain("npm") == nil {
@@ -562,8 +562,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-module-download", verified: true, rules: []string{"module-download"},
-			// extra/'s package cannot build offline (go-cmp never downloaded); its module downloaded in fetch, warm pass, cold pass
-			attempts: 3,
+			// extra/'s package cannot build offline (go-cmp never downloaded); its module downloaded in fetch, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.NetworkNeeded {
 					t.Fatalf("first failure %+v, want network", f)
@@ -580,8 +580,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-peer-deps", verified: true, rules: []string{"peer-dependencies"},
-			// npm install refuses the peer ranges; --legacy-peer-deps from CONTRIBUTING, warm pass, cold pass
-			attempts: 3,
+			// npm install refuses the peer ranges; --legacy-peer-deps from CONTRIBUTING, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.DependencyResolution {
 					t.Fatalf("first failure %+v, want dependency-resolution (ERESOLVE)", f)
@@ -594,8 +594,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-native-addon", verified: true, rules: []string{"native-build"},
-			// the prebuilt download fails, node-gyp lacks its tools; python3, make, g++ added, warm pass, cold pass
-			attempts: 3,
+			// the prebuilt download fails, node-gyp lacks its tools; python3, make, g++ added, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				for _, p := range []string{"python3", "make", "g++"} {
 					if !slices.Contains(r.out.Contract.SystemPackages, p) {
@@ -627,8 +627,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-race", verified: true, rules: []string{"cgo-disabled"},
-			// -race without a C compiler; gcc and the libc headers in one delta, warm pass, cold pass
-			attempts: 3,
+			// -race without a C compiler; gcc and the libc headers in one delta, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				for _, p := range []string{"gcc", "libc6-dev"} {
 					if !slices.Contains(r.out.Contract.SystemPackages, p) {
@@ -678,8 +678,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-ignore-scripts", verified: true, rules: []string{"ignore-scripts"},
-			// the install script cannot reach the vendor's host; --ignore-scripts as the project's lockfile workflow does, warm pass, cold pass
-			attempts: 3,
+			// the install script cannot reach the vendor's host; --ignore-scripts as the project's lockfile workflow does, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				st := r.out.Contract.Stages[0].Steps[0]
 				if st.Run != "npm ci --ignore-scripts" || !strings.Contains(st.Reason, "lockfile.yml") {
