@@ -31,9 +31,11 @@ const DefaultSuite = "bookworm"
 
 // DefaultInclude are the packages added to minbase, each for a reason:
 // ca-certificates so toolchain and dependency fetches can verify TLS,
-// git because build scripts and Go's VCS stamping call it, and xz-utils
+// git because build scripts and Go's VCS stamping call it, procps because
+// test helpers list and kill process trees with ps (tree-kill, ps-list)
+// and, without it, leave processes behind rather than fail, and xz-utils
 // because Node's release tarballs are .tar.xz.
-var DefaultInclude = []string{"ca-certificates", "git", "xz-utils"}
+var DefaultInclude = []string{"ca-certificates", "git", "procps", "xz-utils"}
 
 // Options configure Build. The zero value builds DefaultRef.
 type Options struct {
