@@ -832,6 +832,12 @@ func (p *run) containerVersion(j *ciJob, ctx exprCtx) {
 		return
 	}
 	tool := map[string]string{"golang": "go", "node": "node"}[name]
+	if b, _, ok := strings.Cut(name, "-"); tool == "" && ok && (b == "golang" || b == "node") {
+		// A builder image named for its toolchain (golang-builder,
+		// node-ci) is tagged with that toolchain's version, as a
+		// versioned tag says.
+		tool = map[string]string{"golang": "go", "node": "node"}[b]
+	}
 	if tool == "" {
 		return
 	}
@@ -839,7 +845,7 @@ func (p *run) containerVersion(j *ciJob, ctx exprCtx) {
 		return
 	}
 	version, _, _ := strings.Cut(tag, "-") // 1.22-bookworm, 20-alpine
-	if version == "" || version == "latest" {
+	if version == "" || version == "latest" || !versionish([]string{version}) {
 		return
 	}
 	p.ciSetup[tool] = setupSpec{spec: version, ev: j.ev}

@@ -283,7 +283,9 @@ func (s *scripts) commandKind(run, dir string, depth int) verdict {
 	switch tool {
 	case "npm", "yarn", "pnpm", "bun":
 		return s.packageScript(tool, args, dir, depth)
-	case "make", "gmake", "task", "just":
+	case "make", "gmake", "task", "just", "mage":
+		// A magefile's targets are Go functions the planner does not
+		// read: their names decide.
 		return s.target(tool, args, dir, depth)
 	case "deno":
 		return s.denoKind(args, dir, depth)

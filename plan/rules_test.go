@@ -676,3 +676,24 @@ func TestMatrixDependencyAliasPassedOver(t *testing.T) {
 		t.Errorf("matrix decisions = %v", matrix)
 	}
 }
+
+// A job's container names its toolchain's version: golang:1.23, and a
+// builder image named for it (golang-builder:1.26-base); a tag that is no
+// version (bookworm) names none.
+func TestContainerImageVersion(t *testing.T) {
+	for img, want := range map[string]string{
+		"golang:1.23": "1.23.",
+		"quay.io/prometheus/golang-builder:1.26-base": "1.26.",
+		"golang:bookworm": "1.27.", // no version: the newest release that meets go.mod
+	} {
+		r := result([]discover.Project{proj(".", "go")},
+			ev(discover.KindGHAJob, wf, 6, "workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest", "container", img),
+			gha(discover.KindGHARun, 15, "run", "go test ./...", "step", "1"),
+			ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"),
+		)
+		c := explain(t, r).Contract
+		if v := c.Toolchain("go").Version; !strings.HasPrefix(v, want) {
+			t.Errorf("%s: go %s, want %s*", img, v, want)
+		}
+	}
+}

@@ -131,6 +131,9 @@ func TestWrappedTests(t *testing.T) {
 		"yarn build":                                kindBuild,
 		"yarn tsc -p .":                             kindBuild,
 		"yarn install --immutable":                  kindFetch,
+		"mage -v check":                             kindTest,
+		"mage test:race":                            kindTest,
+		"mage -v":                                   kindBuild,
 	} {
 		if v := s.of(run, ""); v.kind != want {
 			t.Errorf("%q: %s (%s), want %s", run, v.kind, v.why, want)
