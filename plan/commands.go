@@ -52,6 +52,13 @@ type verdict struct {
 	why  string
 }
 
+// guessed reports a build that nothing recognised: a script that runs the
+// repository's own program, through as many scripts as it takes ("the
+// jest-parallel script: build").
+func (v verdict) guessed() bool {
+	return v.kind == kindBuild && (v.why == "" || strings.HasSuffix(v.why, " script: "+kindBuild.String()))
+}
+
 // scripts finds what a package script or make target runs, per directory.
 type scripts struct {
 	pkg  map[string]map[string]string // dir → script name → command
@@ -509,7 +516,7 @@ func (s *scripts) packageScript(tool string, args []string, dir string, depth in
 		if k, named := nameKind(sub); named && (k == kindE2E || k == kindBench || k == kindServe || k == kindDocs || k == kindRelease) && v.kind != kindServe {
 			return verdict{k, "the script " + sub + " is named for " + k.String()}
 		}
-		if v.why == "" {
+		if v.guessed() {
 			if k, named := nameKind(sub); named {
 				return verdict{k, "the script " + sub + " is named for " + k.String()}
 			}

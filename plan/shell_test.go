@@ -117,7 +117,8 @@ func stageOf(run string) string {
 // through yarn or pnpm, cross-env, yarn workspace; npm's own -w names a
 // workspace, not watch mode.
 func TestWrappedTests(t *testing.T) {
-	s := &scripts{pkg: map[string]map[string]string{".": {"test": "jest", "build": "tsc"}}}
+	s := &scripts{pkg: map[string]map[string]string{".": {"test": "jest", "build": "tsc",
+		"test-ci-partial:parallel": "yarn test-ci-partial --color", "test-ci-partial": "yarn jest-parallel -i", "jest-parallel": "node ./packages/jest-cli/bin/jest.js"}}}
 	for run, want := range map[string]kind{
 		"yarn c8 yarn test":                         kindTest,
 		"yarn nyc yarn test":                        kindTest,
@@ -132,8 +133,10 @@ func TestWrappedTests(t *testing.T) {
 		"yarn tsc -p .":                             kindBuild,
 		"yarn install --immutable":                  kindFetch,
 		"mage -v check":                             kindTest,
-		"mage test:race":                            kindTest,
-		"mage -v":                                   kindBuild,
+		// Scripts down to the repository's own program: the outer name decides.
+		"yarn test-ci-partial:parallel --shard=1/4": kindTest,
+		"mage test:race": kindTest,
+		"mage -v":        kindBuild,
 	} {
 		if v := s.of(run, ""); v.kind != want {
 			t.Errorf("%q: %s (%s), want %s", run, v.kind, v.why, want)
