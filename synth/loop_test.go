@@ -275,3 +275,23 @@ func TestLoopDiagnosesUnreachableHost(t *testing.T) {
 		t.Fatalf("diagnosis: %s", out.Diagnosis)
 	}
 }
+
+// A failure a rule answered is not what stopped the loop: the diagnosis
+// says the repair was found and its replay never finished.
+func TestLoopDiagnosisNamesTheAnsweredFailure(t *testing.T) {
+	sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
+		return fail("build", traces.MissingCommand, "sh: 1: make: not found")
+	}}
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t)), WithBudget(Budget{Iterations: 1, Wall: time.Hour})).Run(context.Background(), draft(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"the iteration budget (1) ran out", "is missing.", "The missing-command rule answered it (make is not installed", "before a replay of that repair finished"} {
+		if !strings.Contains(out.Diagnosis, want) {
+			t.Errorf("diagnosis lacks %q: %s", want, out.Diagnosis)
+		}
+	}
+	if strings.Contains(out.Diagnosis, "no rule knows") {
+		t.Errorf("diagnosis blames the answered failure: %s", out.Diagnosis)
+	}
+}

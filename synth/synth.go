@@ -508,6 +508,7 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 		fmt.Fprintf(&b, " (%s)", st.Run)
 	}
 	b.WriteString(": ")
+	d, repaired := answered(out, last.N)
 	switch f.Class {
 	case traces.TestFailure:
 		names := []string{}
@@ -534,7 +535,11 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 	case traces.DependencyResolution:
 		b.WriteString("the dependencies could not be resolved as the lockfile and manifests ask (a conflict, or drift no rule repaired).")
 	case traces.MissingCommand, traces.MissingLibrary:
-		fmt.Fprintf(&b, "%s is missing and no rule knows which Debian package provides it.", orWhat(f.Subject))
+		if repaired {
+			fmt.Fprintf(&b, "%s is missing.", orWhat(f.Subject))
+		} else {
+			fmt.Fprintf(&b, "%s is missing and no rule knows which Debian package provides it.", orWhat(f.Subject))
+		}
 	case traces.ToolchainVersion:
 		b.WriteString("the toolchain version does not suit the project and no exact version could be chosen.")
 	case traces.Timeout:
@@ -545,6 +550,11 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 		b.WriteString("a permission is denied that neither user setting fixes.")
 	default:
 		b.WriteString("no rule recognises this failure.")
+	}
+	if repaired {
+		// The loop stopped before the repair's replay ended: the stop,
+		// not this failure, is what the run ends on.
+		fmt.Fprintf(&b, " The %s rule answered it (%s); the loop stopped before a replay of that repair finished.", d.Rule, d.Reason)
 	}
 	if pkgs := unbuilt(last.Log); len(pkgs) > 0 {
 		more := ""
@@ -565,6 +575,16 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 		fmt.Fprintf(&b, " (trace: %s)", last.TracePath)
 	}
 	return b.String()
+}
+
+// answered is the delta accepted after attempt n, if any.
+func answered(out *Outcome, n int) (Logged, bool) {
+	for _, d := range out.Deltas {
+		if d.Accepted && d.Attempt == n {
+			return d, true
+		}
+	}
+	return Logged{}, false
 }
 
 func orWhat(s string) string {
