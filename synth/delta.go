@@ -46,19 +46,20 @@ type OpKind string
 // rule's alone, for a step outside the strongest stage that runs no test
 // (the sanity check holds it to that).
 const (
-	AddSystemPackage OpKind = "add-system-package" // Name
-	SetToolchain     OpKind = "set-toolchain"      // Name, Value (exact version); adds it when absent
-	SetEnv           OpKind = "set-env"            // Name, Value
-	UnsetEnv         OpKind = "unset-env"          // Name
-	SetCwd           OpKind = "set-cwd"            // Stage, Index, Value
-	SetTimeout       OpKind = "set-timeout"        // Stage, Index, Value (Go duration)
-	SetMemory        OpKind = "set-memory"         // Stage, Value (a size such as 8GiB)
-	SetUser          OpKind = "set-user"           // Name
-	InsertStep       OpKind = "insert-step"        // Stage (created as a fetch stage if absent and named fetch), Index, Step
-	ReplaceStep      OpKind = "replace-step"       // Stage, Index, Step
-	Quarantine       OpKind = "quarantine"         // Test
-	SetArchive       OpKind = "set-archive"        // Name (suite), Value (Release sha256): what resolved the packages
-	RemoveStep       OpKind = "remove-step"        // Stage, Index
+	AddSystemPackage    OpKind = "add-system-package"    // Name
+	RemoveSystemPackage OpKind = "remove-system-package" // Name: one the archive does not have
+	SetToolchain        OpKind = "set-toolchain"         // Name, Value (exact version); adds it when absent
+	SetEnv              OpKind = "set-env"               // Name, Value
+	UnsetEnv            OpKind = "unset-env"             // Name
+	SetCwd              OpKind = "set-cwd"               // Stage, Index, Value
+	SetTimeout          OpKind = "set-timeout"           // Stage, Index, Value (Go duration)
+	SetMemory           OpKind = "set-memory"            // Stage, Value (a size such as 8GiB)
+	SetUser             OpKind = "set-user"              // Name
+	InsertStep          OpKind = "insert-step"           // Stage (created as a fetch stage if absent and named fetch), Index, Step
+	ReplaceStep         OpKind = "replace-step"          // Stage, Index, Step
+	Quarantine          OpKind = "quarantine"            // Test
+	SetArchive          OpKind = "set-archive"           // Name (suite), Value (Release sha256): what resolved the packages
+	RemoveStep          OpKind = "remove-step"           // Stage, Index
 )
 
 // Apply returns a copy of c with d's ops applied in order; c is untouched.
@@ -84,6 +85,15 @@ func apply(c *contract.Contract, op Op) error {
 		if !slices.Contains(c.SystemPackages, op.Name) {
 			c.SystemPackages = append(c.SystemPackages, op.Name)
 			slices.Sort(c.SystemPackages)
+		}
+	case RemoveSystemPackage:
+		i := slices.Index(c.SystemPackages, op.Name)
+		if i < 0 {
+			return fmt.Errorf("no system package %q to remove", op.Name)
+		}
+		c.SystemPackages = slices.Delete(c.SystemPackages, i, i+1)
+		if len(c.SystemPackages) == 0 {
+			c.SystemPackages = nil
 		}
 	case SetToolchain:
 		if op.Name == "" || op.Value == "" {

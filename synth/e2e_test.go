@@ -626,6 +626,20 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-unknown-package", verified: true, rules: []string{"unknown-package"},
+			// apt cannot find nushell (a third-party repository's); dropped, jq kept, a clean warm pass
+			attempts: 2,
+			check: func(t *testing.T, r e2eRun) {
+				if got := r.out.Contract.SystemPackages; !slices.Equal(got, []string{"jq"}) {
+					t.Errorf("system packages %v, want [jq]", got)
+				}
+				if f := r.out.Attempts[0].Failure; f == nil || r.out.Attempts[0].Stage != "_prepare" || f.Class != traces.DependencyResolution {
+					t.Errorf("first attempt: stage %q failure %+v", r.out.Attempts[0].Stage, f)
+				}
+				wantPassed(t, r.out, "TestDefault", "TestJQ")
+			},
+		},
+		{
 			fixture: "synth-race", verified: true, rules: []string{"cgo-disabled"},
 			// -race without a C compiler; gcc and the libc headers in one delta, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
 			attempts: 2,

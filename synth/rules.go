@@ -83,6 +83,7 @@ type Rule struct {
 // Rules are the offline repairs, tried in order. Each has a fixture that
 // triggers it (see the tests).
 var Rules = []Rule{
+	{"unknown-package", unknownPackage},
 	{"missing-toolchain", missingToolchain},
 	{"missing-command", missingCommand},
 	{"cgo-disabled", cgoDisabled},
@@ -226,6 +227,45 @@ func missingCommand(s *Situation) []Delta {
 		ops = append(ops, archiveOps(s.Packages, s.Attempt.Contract)...)
 	}
 	return []Delta{{Reason: reason, Evidence: s.cite(line), Ops: ops}}
+}
+
+// unknownPackageRes find a system package apt cannot install because the
+// archive has no such package.
+var unknownPackageRes = []*regexp.Regexp{
+	regexp.MustCompile(`(?m)^E: Unable to locate package (\S+)`),
+	regexp.MustCompile(`(?m)^E: Package '([^']+)' has no installation candidate`),
+}
+
+// unknownPackage drops the system packages the Debian archive does not
+// have: names CI installs on an Ubuntu runner or from another archive. What
+// a step then misses of them is a file, which the missing-command and
+// missing-library rules resolve to its Debian package.
+func unknownPackage(s *Situation) []Delta {
+	c := s.Attempt.Contract
+	var names []string
+	var ops []Op
+	line := ""
+	for _, re := range unknownPackageRes {
+		for _, m := range re.FindAllStringSubmatch(s.Attempt.Log, -1) {
+			i := slices.IndexFunc(c.SystemPackages, func(p string) bool { n, _, _ := strings.Cut(p, "="); return n == m[1] })
+			if i < 0 || slices.Contains(names, c.SystemPackages[i]) {
+				continue
+			}
+			names = append(names, c.SystemPackages[i])
+			ops = append(ops, Op{Kind: RemoveSystemPackage, Name: c.SystemPackages[i]})
+			if line == "" {
+				line = m[0]
+			}
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return []Delta{{
+		Reason:   fmt.Sprintf("the Debian archive has no package %s (a name from CI's Ubuntu runner or another archive); it goes, and a file a step then misses is resolved to its Debian package", strings.Join(names, ", ")),
+		Evidence: s.cite(line),
+		Ops:      ops,
+	}}
 }
 
 func missingToolchain(s *Situation) []Delta {

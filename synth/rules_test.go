@@ -497,3 +497,37 @@ func TestModuleDownload(t *testing.T) {
 		t.Fatalf("a stage with the network: %+v", ds)
 	}
 }
+
+// A system package the archive does not have goes, and only such ones; the
+// rest of the list stays, and apt's own line is the evidence.
+func TestUnknownPackage(t *testing.T) {
+	c := draft()
+	c.SystemPackages = []string{"jq", "nushell", "zsh"}
+	log := "Reading package lists...\nBuilding dependency tree...\nE: Unable to locate package nushell\n"
+	f := traces.Classify(100, false, false, []byte(log))
+	if f.Class != traces.DependencyResolution || f.Subject != "nushell (no such package in the Debian archive)" {
+		t.Fatalf("classified as %s %q", f.Class, f.Subject)
+	}
+	a := &Attempt{N: 1, Contract: c, Stage: "_prepare", Index: 1, Failure: f, Log: log}
+	ds := unknownPackage(&Situation{Attempt: a})
+	if len(ds) != 1 || len(ds[0].Ops) != 1 || ds[0].Ops[0] != (Op{Kind: RemoveSystemPackage, Name: "nushell"}) {
+		t.Fatalf("deltas: %+v", ds)
+	}
+	if ds[0].Evidence != "attempt 1, step _prepare/2: E: Unable to locate package nushell" {
+		t.Errorf("evidence %q", ds[0].Evidence)
+	}
+	next, err := Apply(c, ds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(next.SystemPackages, []string{"jq", "zsh"}) {
+		t.Errorf("packages %v", next.SystemPackages)
+	}
+	if err := Check(c, next); err != nil {
+		t.Errorf("sanity: %v", err)
+	}
+	a.Log = "E: Unable to locate package libfoo-dev\n" // not the contract's: nothing to drop
+	if ds := unknownPackage(&Situation{Attempt: a}); len(ds) != 0 {
+		t.Errorf("deltas for a package the contract does not declare: %+v", ds)
+	}
+}

@@ -71,6 +71,10 @@ var classes = []struct {
 		{re: regexp.MustCompile(`(?:fatal: could not read Username for|terminal prompts disabled).*?(https?://[^'\s]+)`), subject: func(m []string) string { return m[1] + " (a private repository)" }},
 	}},
 	{DependencyResolution, []rule{
+		// A system package the archive does not have (an Ubuntu name, a
+		// third-party repository's): Debian resolves it to nothing.
+		{re: regexp.MustCompile(`E: Unable to locate package (\S+)`), subject: func(m []string) string { return m[1] + " (no such package in the Debian archive)" }},
+		{re: regexp.MustCompile(`E: Package '([^']+)' has no installation candidate`), subject: func(m []string) string { return m[1] + " (no installation candidate in the Debian archive)" }},
 		{re: regexp.MustCompile(`\bERESOLVE\b`), subject: fixed("npm")},
 		// The version exists, but not before the date resolution is held to
 		// (npm's before): a matter of resolution, not of the registry.
