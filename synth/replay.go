@@ -66,6 +66,9 @@ func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold
 	start := time.Now()
 	res, err := runner.Run(ctx, in)
 	if err != nil {
+		if ctx.Err() != nil {
+			return nil, interrupted(filepath.Join(out, "trace.jsonl"), err)
+		}
 		return nil, err
 	}
 	a := &Attempt{
@@ -93,6 +96,46 @@ func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold
 		}
 	}
 	return a, nil
+}
+
+// Interrupted is a replay stopped by its context while a step ran: which
+// step, and for how long it had run.
+type Interrupted struct {
+	Step, Run, Cwd string
+	For            time.Duration
+	Err            error
+}
+
+func (e *Interrupted) Error() string {
+	return fmt.Sprintf("interrupted in step %s (%s) after %s: %v", e.Step, e.Run, e.For.Round(time.Second), e.Err)
+}
+
+func (e *Interrupted) Unwrap() error { return e.Err }
+
+// interrupted reads the trace a stopped replay kept for the step that was
+// running; err as it is when the trace names none.
+func interrupted(trace string, err error) error {
+	evs, rerr := traces.Read(trace)
+	if rerr != nil {
+		return err
+	}
+	var open *traces.Event
+	for i := range evs {
+		switch evs[i].Type {
+		case traces.StepStart:
+			open = &evs[i]
+		case traces.StepEnd:
+			open = nil
+		}
+	}
+	if open == nil {
+		return err
+	}
+	in := &Interrupted{Step: open.Step, Run: open.Command, Cwd: open.Cwd, Err: err}
+	if t, perr := time.Parse(time.RFC3339Nano, open.Time); perr == nil {
+		in.For = time.Since(t)
+	}
+	return in
 }
 
 // Close discards a kept state, if any.

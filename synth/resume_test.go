@@ -1,6 +1,16 @@
 package synth
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
 
 func TestResumeFrom(t *testing.T) {
 	base := draft() // fetch, build, verify
@@ -27,5 +37,53 @@ func TestResumeFrom(t *testing.T) {
 		if got := resumeFrom(failedAt(tc.failed), next); got != tc.want {
 			t.Errorf("%s: resume from stage %d, want %d", tc.name, got, tc.want)
 		}
+	}
+}
+
+// A replay the budget stopped is described by the step its trace shows
+// running, and how long it had run.
+func TestInterruptedNamesTheRunningStep(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "trace.jsonl")
+	started := time.Now().Add(-90 * time.Second)
+	w, err := traces.Create(path, func() time.Time { return started })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []traces.Event{
+		{Type: traces.StepStart, Stage: "fetch", Step: "fetch/1", Command: "npm ci"},
+		{Type: traces.StepEnd, Stage: "fetch", Step: "fetch/1"},
+		{Type: traces.StepStart, Stage: "fetch", Step: "fetch/2", Command: "npm ci", Cwd: "server"},
+	} {
+		if _, err := w.Emit(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	err = interrupted(path, context.DeadlineExceeded)
+	var in *Interrupted
+	if !errors.As(err, &in) || in.Step != "fetch/2" || in.Cwd != "server" || in.For < 89*time.Second || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("interrupted = %#v", err)
+	}
+	if got := interrupted(filepath.Join(t.TempDir(), "none.jsonl"), context.Canceled); got != context.Canceled {
+		t.Errorf("without a trace: %v", got)
+	}
+}
+
+type stalled struct{}
+
+func (stalled) Verify(ctx context.Context, c *contract.Contract, n int, cold bool) (*Attempt, error) {
+	<-ctx.Done()
+	return nil, &Interrupted{Step: "verify/1", Run: "go test ./...", For: 3 * time.Minute, Err: ctx.Err()}
+}
+
+func TestBudgetDiagnosisNamesTheInterruptedStep(t *testing.T) {
+	out, err := New(stalled{}, WithBudget(Budget{Iterations: 3, Wall: 50 * time.Millisecond})).Run(context.Background(), draft(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "ran out during replay 1, which was interrupted in step verify/1 (go test ./...) after 3m0s"; !strings.Contains(out.Diagnosis, want) {
+		t.Errorf("diagnosis %q lacks %q", out.Diagnosis, want)
 	}
 }

@@ -299,7 +299,16 @@ func (l *Loop) attempt(ctx context.Context, c *contract.Contract, n int, cold bo
 	a, err := l.verifier.Verify(ctx, c, n, cold)
 	if err != nil {
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			out.Diagnosis = l.diagnose(out, fmt.Sprintf("the time budget (%s) ran out during replay %d, which was interrupted", l.budget.Wall, n))
+			where := ""
+			var in *Interrupted
+			if errors.As(err, &in) {
+				where = fmt.Sprintf(" in step %s (%s", in.Step, in.Run)
+				if in.Cwd != "" {
+					where += ", in " + in.Cwd
+				}
+				where += fmt.Sprintf(") after %s", in.For.Round(time.Second))
+			}
+			out.Diagnosis = l.diagnose(out, fmt.Sprintf("the time budget (%s) ran out during replay %d, which was interrupted%s", l.budget.Wall, n, where))
 			return nil, errBudget
 		}
 		out.Diagnosis = l.diagnose(out, fmt.Sprintf("replay %d could not run: %v", n, err))
