@@ -33,9 +33,10 @@ const DefaultSuite = "bookworm"
 // ca-certificates so toolchain and dependency fetches can verify TLS,
 // git because build scripts and Go's VCS stamping call it, procps because
 // test helpers list and kill process trees with ps (tree-kill, ps-list)
-// and, without it, leave processes behind rather than fail, and xz-utils
-// because Node's release tarballs are .tar.xz.
-var DefaultInclude = []string{"ca-certificates", "git", "procps", "xz-utils"}
+// and, without it, leave processes behind rather than fail, libatomic1
+// because Node's own binaries link it since Node 25 (as hosted runners
+// have it), and xz-utils because Node's release tarballs are .tar.xz.
+var DefaultInclude = []string{"ca-certificates", "git", "libatomic1", "procps", "xz-utils"}
 
 // Options configure Build. The zero value builds DefaultRef.
 type Options struct {
