@@ -64,6 +64,8 @@ type ImageInfo struct {
 	ID string
 	// RepoDigests are registry digests ("name@sha256:...") when the image came from a registry.
 	RepoDigests []string
+	// Labels are the image config's labels.
+	Labels map[string]string
 }
 
 // Network modes. Only these two are ever used: fetch stages get the host

@@ -44,11 +44,15 @@ contracts can name any image by reference and digest instead.`,
 			}
 			if ifAbsent {
 				info, err := e.InspectImage(cmd.Context(), ref)
-				if err == nil {
+				switch {
+				case err == nil && base.Current(info, opts):
 					fmt.Fprintf(cmd.OutOrStdout(), "%s %s (present)\n", ref, info.ID)
 					return nil
-				}
-				if !errors.Is(err, replay.ErrNotFound) {
+				case err == nil:
+					// Built by another bootstrap, or another way: what this
+					// one would build differs, so it builds it.
+					fmt.Fprintf(cmd.ErrOrStderr(), "%s is present but built as %q, not %q: building it again\n", ref, orUnlabelled(info.Labels[base.LabelRecipe]), base.Recipe(opts))
+				case !errors.Is(err, replay.ErrNotFound):
 					return err
 				}
 			}
@@ -65,6 +69,13 @@ contracts can name any image by reference and digest instead.`,
 	}
 	cmd.Flags().StringVar(&opts.Ref, "ref", "", "tag the image with this reference (default "+base.DefaultRef+")")
 	cmd.Flags().StringVar(&opts.Mirror, "mirror", "", "Debian archive URL (default: from the host's apt sources)")
-	cmd.Flags().BoolVar(&ifAbsent, "if-absent", false, "do nothing when the image is already present")
+	cmd.Flags().BoolVar(&ifAbsent, "if-absent", false, "do nothing when the image is already present, built as this bootstrap builds it")
 	return cmd
+}
+
+func orUnlabelled(recipe string) string {
+	if recipe == "" {
+		return "(no recipe label)"
+	}
+	return recipe
 }

@@ -25,6 +25,8 @@ type Archive struct {
 	Created time.Time
 	// CreatedBy describes the layer in the image history.
 	CreatedBy string
+	// Labels go into the image config, where an engine reports them.
+	Labels map[string]string
 }
 
 // The config and manifest of a docker-archive; field order is fixed by the
@@ -39,7 +41,8 @@ type (
 		RootFS       rootFS          `json:"rootfs"`
 	}
 	containerConfig struct {
-		Env []string `json:"Env"`
+		Env    []string          `json:"Env"`
+		Labels map[string]string `json:"Labels,omitempty"`
 	}
 	history struct {
 		Created   string `json:"created"`
@@ -79,7 +82,7 @@ func WriteArchive(w io.Writer, a Archive) (id string, err error) {
 	created := a.Created.UTC().Format(time.RFC3339)
 	config, err := json.Marshal(imageConfig{
 		Architecture: runtime.GOARCH,
-		Config:       containerConfig{Env: []string{defaultPath}},
+		Config:       containerConfig{Env: []string{defaultPath}, Labels: a.Labels},
 		Created:      created,
 		History:      []history{{Created: created, CreatedBy: a.CreatedBy}},
 		OS:           "linux",

@@ -262,6 +262,18 @@ func TestBuildWithFakeDebootstrap(t *testing.T) {
 	if want := "--variant=minbase --include=ca-certificates,git,libatomic1,procps,xz-utils bookworm http://mirror.test/debian\nhello\n"; out.String() != want {
 		t.Errorf("image content = %q", out.String())
 	}
+	// The image says how it was built, without the mirror, so that a
+	// present one built another way is told apart.
+	info, err := e.InspectImage(context.Background(), base.DefaultRef)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := info.Labels[base.LabelRecipe], "debootstrap --variant=minbase --include=ca-certificates,git,libatomic1,procps,xz-utils bookworm"; got != want || base.Recipe(base.Options{}) != want {
+		t.Errorf("recipe label %q, Recipe %q, want %q", got, base.Recipe(base.Options{}), want)
+	}
+	if !base.Current(info, base.Options{}) || base.Current(info, base.Options{Include: []string{"git"}}) || base.Current(replay.ImageInfo{ID: info.ID}, base.Options{}) {
+		t.Error("Current: the image built now is current, one built with other packages or unlabelled is not")
+	}
 }
 
 func TestBuildFailureAndCancelCleanUp(t *testing.T) {

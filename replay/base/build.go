@@ -76,15 +76,7 @@ type Result struct {
 // run as root (debootstrap creates device nodes and chroots; it says so). The temporary
 // root filesystem is removed on every path, cancellation included.
 func Build(ctx context.Context, engine replay.Engine, opts Options) (res Result, err error) {
-	if opts.Ref == "" {
-		opts.Ref = DefaultRef
-	}
-	if opts.Suite == "" {
-		opts.Suite = DefaultSuite
-	}
-	if opts.Include == nil {
-		opts.Include = DefaultInclude
-	}
+	opts = opts.withDefaults()
 	if opts.Debootstrap == "" {
 		opts.Debootstrap = "debootstrap"
 	}
@@ -130,7 +122,7 @@ func Build(ctx context.Context, engine replay.Engine, opts Options) (res Result,
 	}
 	done := make(chan written, 1)
 	go func() {
-		id, err := WriteArchive(pw, Archive{Ref: opts.Ref, Layer: layer, Created: epoch, CreatedBy: createdBy(opts)})
+		id, err := WriteArchive(pw, Archive{Ref: opts.Ref, Layer: layer, Created: epoch, CreatedBy: createdBy(opts), Labels: map[string]string{LabelRecipe: Recipe(opts)}})
 		pw.CloseWithError(err)
 		done <- written{id, err}
 	}()
@@ -176,10 +168,39 @@ func writeLayer(path, root string, epoch time.Time) (digest string, err error) {
 	return "sha256:" + hex.EncodeToString(h.Sum(nil)), nil
 }
 
-// createdBy records in the image history how the layer was made, without
-// the mirror, which differs between machines building the same packages.
+// LabelRecipe labels a base image with its Recipe, so that a present image
+// built another way (an older bootstrap's packages) is told apart.
+const LabelRecipe = "dev.bootstrap.base.recipe"
+
+// Recipe says how opts build the root filesystem, without the mirror, which
+// differs between machines building the same packages.
+func Recipe(opts Options) string {
+	opts = opts.withDefaults()
+	return "debootstrap --variant=minbase --include=" + strings.Join(opts.Include, ",") + " " + opts.Suite
+}
+
+// Current reports whether an image present as info was built as opts
+// would build it; one an older bootstrap built, with other packages, is not.
+func Current(info replay.ImageInfo, opts Options) bool {
+	return info.Labels[LabelRecipe] == Recipe(opts)
+}
+
+func (opts Options) withDefaults() Options {
+	if opts.Ref == "" {
+		opts.Ref = DefaultRef
+	}
+	if opts.Suite == "" {
+		opts.Suite = DefaultSuite
+	}
+	if opts.Include == nil {
+		opts.Include = DefaultInclude
+	}
+	return opts
+}
+
+// createdBy records in the image history how the layer was made.
 func createdBy(opts Options) string {
-	return "bootstrap image build-base: debootstrap --variant=minbase --include=" + strings.Join(opts.Include, ",") + " " + opts.Suite
+	return "bootstrap image build-base: " + Recipe(opts)
 }
 
 func debootstrap(ctx context.Context, opts Options, root string) error {

@@ -93,7 +93,11 @@ func (e *Engine) InspectImage(ctx context.Context, ref string) (replay.ImageInfo
 		}
 		return replay.ImageInfo{}, fmt.Errorf("inspecting image %q: %w", ref, err)
 	}
-	return replay.ImageInfo{ID: resp.ID, RepoDigests: slices.Clone(resp.RepoDigests)}, nil
+	info := replay.ImageInfo{ID: resp.ID, RepoDigests: slices.Clone(resp.RepoDigests)}
+	if resp.Config != nil {
+		info.Labels = maps.Clone(resp.Config.Labels)
+	}
+	return info, nil
 }
 
 // PullImage implements replay.Engine. Errors the registry reports inside the

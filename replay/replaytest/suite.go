@@ -330,7 +330,8 @@ func (s *suite) commit(t *testing.T) {
 }
 
 // loadImage loads a one-file docker-archive twice: the ID is the config
-// digest WriteArchive computed, both times.
+// digest WriteArchive computed, both times, and the config's labels are
+// what the engine reports.
 func (s *suite) loadImage(t *testing.T) {
 	ref := unique("load") + ":test"
 	var layer bytes.Buffer
@@ -356,15 +357,15 @@ func (s *suite) loadImage(t *testing.T) {
 	})
 	for i := range 2 {
 		var archive bytes.Buffer
-		id, err := base.WriteArchive(&archive, base.Archive{Ref: ref, Layer: path, Created: time.Unix(1700000000, 0), CreatedBy: "replaytest"})
+		id, err := base.WriteArchive(&archive, base.Archive{Ref: ref, Layer: path, Created: time.Unix(1700000000, 0), CreatedBy: "replaytest", Labels: map[string]string{base.LabelRecipe: "replaytest"}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := s.engine.LoadImage(ctxFor(t), &archive); err != nil {
 			t.Fatalf("LoadImage #%d: %v", i+1, err)
 		}
-		if info, err := s.engine.InspectImage(ctxFor(t), ref); err != nil || info.ID != id {
-			t.Fatalf("InspectImage(%q) after load #%d = %+v, %v; want ID %s", ref, i+1, info, err, id)
+		if info, err := s.engine.InspectImage(ctxFor(t), ref); err != nil || info.ID != id || info.Labels[base.LabelRecipe] != "replaytest" {
+			t.Fatalf("InspectImage(%q) after load #%d = %+v, %v; want ID %s and the config's label", ref, i+1, info, err, id)
 		}
 	}
 	if err := s.engine.LoadImage(ctxFor(t), strings.NewReader("not an archive")); err == nil {
