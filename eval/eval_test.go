@@ -210,3 +210,23 @@ func TestPlanCorpus(t *testing.T) {
 		t.Errorf("short row: %v", err)
 	}
 }
+
+// The env a step sets on its own command is not part of the command an
+// expectation names, and reaches the variables it expands.
+func TestAssignments(t *testing.T) {
+	for run, want := range map[string]string{
+		"go test ./...":               "go test ./...",
+		"CGO_ENABLED=0 go test ./...": "go test ./...",
+		`TEST_FLAGS='-ldflags="-X a.b=1" -race' PKG=x go test $PKG`: "go test $PKG",
+		"A='it'\\''s' npm test":                  "npm test",
+		"export A=1 B=2\nif true; then make; fi": "if true; then make; fi",
+	} {
+		got, env := assignments(run)
+		if got != want {
+			t.Errorf("assignments(%q) = %q, want %q", run, got, want)
+		}
+		if strings.Contains(run, "PKG=x") && env["PKG"] != "x" || strings.Contains(run, "it") && env["A"] != "it's" {
+			t.Errorf("assignments(%q) env = %v", run, env)
+		}
+	}
+}

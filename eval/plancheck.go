@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -144,7 +145,13 @@ func fill(row *PlanRow, res *plan.Result) {
 		row.Steps += len(st.Steps)
 		if st.Strongest {
 			for _, s := range st.Steps {
-				row.Verify = append(row.Verify, normalize(withEnv(s.Run, c.Env)))
+				run, local := assignments(s.Run)
+				env := maps.Clone(c.Env)
+				if env == nil {
+					env = map[string]string{}
+				}
+				maps.Copy(env, local)
+				row.Verify = append(row.Verify, normalize(withEnv(run, env)))
 			}
 		}
 	}
@@ -218,6 +225,34 @@ func withEnv(run string, env map[string]string) string {
 		return x
 	})
 }
+
+// assignments splits the env a step sets on its own command (NAME=value
+// words before it, single-quoted as the planner writes them, or an export
+// line before a script) from the command, which is what an expectation
+// names.
+func assignments(run string) (string, map[string]string) {
+	env := map[string]string{}
+	if rest, ok := strings.CutPrefix(run, "export "); ok {
+		if line, script, ok := strings.Cut(rest, "\n"); ok {
+			_, env = assignments(line + " :")
+			return script, env
+		}
+	}
+	for {
+		m := assignment.FindStringSubmatch(run)
+		if m == nil {
+			return run, env
+		}
+		v := m[2]
+		if strings.HasPrefix(v, "'") {
+			v = strings.ReplaceAll(strings.TrimSuffix(strings.TrimPrefix(v, "'"), "'"), `'\''`, "'")
+		}
+		env[m[1]] = v
+		run = run[len(m[0]):]
+	}
+}
+
+var assignment = regexp.MustCompile(`^([A-Za-z_][A-Za-z0-9_]*)=('(?:[^']|'\\'')*'|[^\s'"]*)\s+`)
 
 func normalize(s string) string { return strings.Join(strings.Fields(s), " ") }
 

@@ -888,12 +888,7 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 	e := s.ev
 	secrets := map[string]bool{}
 	ctx.secrets = secrets
-	env := maps.Clone(ctx.env)
-	if env == nil {
-		env = map[string]string{}
-	}
-	maps.Copy(env, stepEnv(e.Facts))
-	ctx.env = env
+	inherited := p.jobEnv(j) // the workflow's and the job's; ctx.env has the step's too
 	run := e.Facts["run"]
 	for _, m := range runnerFlag.FindAllString(run, -1) {
 		// A tuning flag whose value an earlier step computed on the
@@ -921,7 +916,7 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 	if strings.Contains(strings.TrimRight(e.Facts["run"], "\n"), "\n") {
 		first = e.Line + 1
 	}
-	prefix := p.cellEnv(e, ctx, j)
+	prefix := p.stepEnvPrefix(e, ctx, inherited)
 	kept := false
 	for _, c := range splitScript(script, cwd, first) {
 		ref := discover.Evidence{Path: e.Path, Line: c.line}
@@ -962,7 +957,7 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 		if v.why != "" && v.kind == kindTest && !strings.HasPrefix(c.run, v.why) {
 			reason += " (" + v.why + ")"
 		}
-		p.addKind(prefix+c.run, c.cwd, v.kind, e, c.line, reason)
+		p.addKind(withEnv(prefix, c.run), c.cwd, v.kind, e, c.line, reason)
 		kept = true
 	}
 	if !kept {
@@ -972,42 +967,67 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 		p.declareSecret(name, e, "a kept step reads secrets."+name)
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.Facts)) {
-		if name, ok := strings.CutPrefix(k, "env."); ok && !p.namesWhole(e.Facts[k], j) {
+		if name, ok := strings.CutPrefix(k, "env."); ok && (isSecretRef(e.Facts[k]) || inheritedEnv(inherited, name, e.Facts[k])) {
+			// A secret is the caller's, for every step; the workflow's
+			// and the job's env is every step's.
 			p.setEnv(name, e.Facts[k], e, ctx)
 		}
 	}
-}
-
-// namesWhole reports a value that names an axis run whole: it differs
-// from one run of the step to the next.
-func (p *run) namesWhole(v string, j *ciJob) bool {
-	for _, pk := range p.picked {
-		if pk.job != j {
-			continue
-		}
-		for k := range pk.choice.whole {
-			if strings.Contains(v, "matrix."+k) {
-				return true
-			}
-		}
+	for _, a := range prefix {
+		p.decide("step env", a, &e, "the step sets it for its own commands, so the contract sets it on them alone")
 	}
-	return false
 }
 
-// cellEnv is the env assignments a step's matrix-valued env needs inline:
-// when a step runs once per value of an axis, each run sees its own value.
-func (p *run) cellEnv(e discover.Evidence, ctx exprCtx, j *ciJob) string {
+// inheritedEnv reports a step's env entry that the workflow or the job set,
+// not the step.
+func inheritedEnv(inherited map[string]string, name, v string) bool {
+	iv, ok := inherited[name]
+	return ok && iv == v
+}
+
+func isSecretRef(v string) bool {
+	g := expr.FindStringSubmatch(v)
+	return g != nil && secretRef.MatchString(g[1])
+}
+
+// stepEnvPrefix is the env a run step sets for itself, NAME=value each:
+// on GitHub it reaches that step's commands alone (CGO_ENABLED=0 for a
+// static build, NODE_ENV=production for a bundle), so the contract sets
+// it on them, not on every step. Secrets are the caller's and go to the
+// contract's env; a runner path or a value only the runner can compute
+// is left out with a decision.
+func (p *run) stepEnvPrefix(e discover.Evidence, ctx exprCtx, inherited map[string]string) []string {
 	var out []string
 	for _, k := range slices.Sorted(maps.Keys(e.Facts)) {
 		name, ok := strings.CutPrefix(k, "env.")
-		if !ok || !p.namesWhole(e.Facts[k], j) {
+		if !ok || isSecretRef(e.Facts[k]) || inheritedEnv(inherited, name, e.Facts[k]) {
 			continue
 		}
-		if v, why := p.expandWith(e.Facts[k], ctx, false); why == "" {
-			out = append(out, name+"="+shellQuote(v)+" ")
+		if runnerPath.MatchString(e.Facts[k]) {
+			p.skip("env", name+"="+e.Facts[k], e, "a path on the hosted runner")
+			continue
 		}
+		v, why := p.expandWith(e.Facts[k], ctx, false)
+		if why != "" {
+			p.skip("env", name, e, why)
+			continue
+		}
+		out = append(out, name+"="+shellQuote(v))
 	}
-	return strings.Join(out, "")
+	return out
+}
+
+// withEnv sets env on one command: NAME=value before a simple command,
+// exported first for a script.
+func withEnv(env []string, run string) string {
+	if len(env) == 0 {
+		return run
+	}
+	f := strings.Fields(run)
+	if strings.Contains(run, "\n") || len(f) > 0 && (controlWords[f[0]] || strings.HasSuffix(f[0], "()")) || len(commandParts(run)) > 1 {
+		return "export " + strings.Join(env, " ") + "\n" + run
+	}
+	return strings.Join(env, " ") + " " + run
 }
 
 func shellQuote(s string) string {

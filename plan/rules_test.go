@@ -627,9 +627,10 @@ func TestEnvWithShellSyntaxIsSubstituted(t *testing.T) {
 		ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"),
 	)
 	c := explain(t, r).Contract
-	wantRuns(t, c, "fetch: go mod download", `verify: go test ./... -ldflags="-X main.v=1 -s" -race $PKG`)
-	if c.Env["PKG"] != "plain" {
-		t.Errorf("env = %v", c.Env)
+	// The step's env reaches its own commands alone, as on GitHub.
+	wantRuns(t, c, "fetch: go mod download", `verify: PKG=plain TEST_FLAGS='-ldflags="-X main.v=1 -s" -race' go test ./... -ldflags="-X main.v=1 -s" -race $PKG`)
+	if len(c.Env) != 0 {
+		t.Errorf("env = %v, want none: step env is the step's", c.Env)
 	}
 }
 
@@ -695,5 +696,27 @@ func TestContainerImageVersion(t *testing.T) {
 		if v := c.Toolchain("go").Version; !strings.HasPrefix(v, want) {
 			t.Errorf("%s: go %s, want %s*", img, v, want)
 		}
+	}
+}
+
+// A step's own env reaches that step's commands alone: NODE_ENV=production
+// on the bundle step must not make the install skip devDependencies, nor
+// CGO_ENABLED=0 on a static build turn cgo off for the tests. The job's env
+// stays every step's.
+func TestStepEnvStaysWithItsStep(t *testing.T) {
+	r := result([]discover.Project{proj(".", "node")},
+		gha(discover.KindGHAEnv, 5, "name", "FORCE_COLOR", "value", "1", "scope", "workflow", "job", ""),
+		gha(discover.KindGHASetup, 12, "tool", "node", "version", "20"),
+		gha(discover.KindGHARun, 14, "run", "npm ci", "step", "install", "env.FORCE_COLOR", "1"),
+		gha(discover.KindGHARun, 15, "run", "npm run build", "step", "bundle", "env.FORCE_COLOR", "1", "env.NODE_ENV", "production"),
+		gha(discover.KindGHARun, 16, "run", "npm test", "step", "test", "env.FORCE_COLOR", "1"),
+		ev(discover.KindPackageJSON, "package.json", 1),
+		ev(discover.KindPackageScript, "package.json", 5, "name", "test", "command", "jest"),
+		ev(discover.KindPackageScript, "package.json", 6, "name", "build", "command", "webpack"),
+	)
+	c := explain(t, r).Contract
+	wantRuns(t, c, "fetch: npm ci", "build: NODE_ENV=production npm run build", "verify: npm test")
+	if c.Env["FORCE_COLOR"] != "1" || c.Env["NODE_ENV"] != "" {
+		t.Errorf("env = %v, want the workflow's FORCE_COLOR alone", c.Env)
 	}
 }
