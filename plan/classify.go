@@ -71,6 +71,8 @@ func hostedOnly(run string) string {
 		return "names a path on the hosted runner"
 	case hostPackageManagers[tool] || tool == "cargo" && (sub == "binstall" || sub == "install"):
 		return "host package manager; system packages are declared in the contract instead"
+	case tool == "add-apt-repository" || tool == "apt-key" || strings.Contains(run, "/etc/apt/"):
+		return "configures the runner's apt sources; system packages come from the Debian archive the base image names"
 	case kernelTools[tool] || tool == "sysctl" && slices.Contains(w, "-w") || tool == "ip" && (sub == "link" || sub == "netns" || sub == "addr" || sub == "route"):
 		return "changes the runner's kernel or system (modules, mounts, firewall, services); steps run unprivileged in a container"
 	case linters[tool]:

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -160,6 +161,21 @@ func TestE2EArguments(t *testing.T) {
 	} {
 		if v := s.of(run, ""); v.kind != want {
 			t.Errorf("%q: %s (%s), want %s", run, v.kind, v.why, want)
+		}
+	}
+}
+
+// Commands that add an apt repository to the runner are its plumbing.
+func TestAptSourcesAreHosted(t *testing.T) {
+	for _, run := range []string{
+		"sudo install -d -m 0755 /etc/apt/keyrings",
+		"curl -fsSL https://apt.fury.io/nushell/gpg.key | sudo gpg --dearmor -o /etc/apt/keyrings/fury-nushell.gpg",
+		`echo "deb [signed-by=/etc/apt/keyrings/fury-nushell.gpg] https://apt.fury.io/nushell/ /" | sudo tee /etc/apt/sources.list.d/fury.list`,
+		"sudo add-apt-repository -y ppa:git-core/ppa",
+		"wget -qO - https://example.org/key.asc | sudo apt-key add -",
+	} {
+		if why := hostedOnly(run); !strings.Contains(why, "apt sources") && !strings.Contains(why, "downloads") {
+			t.Errorf("%q: %q", run, why)
 		}
 	}
 }
