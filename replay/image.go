@@ -9,9 +9,10 @@ import (
 
 // ResolveImage makes sure the image ref is present in engine and, when digest is
 // set, that it is that image: its ID or one of its registry digests must
-// equal digest. An absent image is pulled (by ref@digest when pinned). A
-// present image that does not match is an error naming both digests; it is
-// never silently replaced.
+// equal digest. An absent image is pulled (by ref@digest when pinned). When
+// ref names another image, the pinned one is used if the engine still has
+// it by ID (a base built again moves the tag, not the old image); else it
+// is an error naming both digests: a pin is never silently replaced.
 func ResolveImage(ctx context.Context, engine Engine, ref, digest string) (ImageInfo, error) {
 	info, err := engine.InspectImage(ctx, ref)
 	if errors.Is(err, ErrNotFound) {
@@ -28,7 +29,14 @@ func ResolveImage(ctx context.Context, engine Engine, ref, digest string) (Image
 		return ImageInfo{}, fmt.Errorf("resolving base image %q: %w", ref, err)
 	}
 	if digest != "" && !ImageMatches(info, digest) {
-		return ImageInfo{}, fmt.Errorf("resolving base image %q: it is %s, but the contract pins %s", ref, describe(info), digest)
+		// The tag moved (the base was built again), but the pinned image
+		// may still be here by its ID: that one is the contract's.
+		if strings.HasPrefix(digest, "sha256:") {
+			if pinned, perr := engine.InspectImage(ctx, digest); perr == nil && ImageMatches(pinned, digest) {
+				return pinned, nil
+			}
+		}
+		return ImageInfo{}, fmt.Errorf("resolving base image %q: it is %s, but the contract pins %s, which is not here (build the base from the archive the contract names, or synth again to pin this one)", ref, describe(info), digest)
 	}
 	return info, nil
 }

@@ -95,6 +95,11 @@ func TestResolve(t *testing.T) {
 	if len(pulled) != 1 || pulled[0] != "debian:bookworm-slim@"+remote {
 		t.Errorf("pulls = %q, want one by digest", pulled)
 	}
+	// The tag now names another image, but the pinned one is still here
+	// by its ID (pulled above): the pin wins, nothing is replaced.
+	if info, err := replay.ResolveImage(ctx, e, "bootstrap/base:bookworm", remote); err != nil || info.ID != remote {
+		t.Errorf("tag moved, pinned image present by ID: %+v, %v", info, err)
+	}
 	if _, err := replay.ResolveImage(ctx, e, "example/absent:1", ""); err == nil || !strings.Contains(err.Error(), "build-base") {
 		t.Errorf("absent, unpullable: err = %v; want one saying how to build offline", err)
 	}

@@ -367,6 +367,9 @@ func (s *suite) loadImage(t *testing.T) {
 		if info, err := s.engine.InspectImage(ctxFor(t), ref); err != nil || info.ID != id || info.Labels[base.LabelRecipe] != "replaytest" {
 			t.Fatalf("InspectImage(%q) after load #%d = %+v, %v; want ID %s and the config's label", ref, i+1, info, err, id)
 		}
+		if info, err := s.engine.InspectImage(ctxFor(t), id); err != nil || info.ID != id {
+			t.Fatalf("InspectImage(%q), by ID, = %+v, %v", id, info, err)
+		}
 	}
 	if err := s.engine.LoadImage(ctxFor(t), strings.NewReader("not an archive")); err == nil {
 		t.Error("LoadImage of garbage: no error")
