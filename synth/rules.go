@@ -1179,10 +1179,25 @@ func dropStep(s *Situation) []Delta {
 		return nil
 	}
 	reason := fmt.Sprintf("%q fails for want of something no rule can provide (%s), outside the strongest verification; drop it (the next replay shows whether a later step needed it)", st.Run, a.Failure.Class)
+	ops := []Op{{Kind: RemoveStep, Stage: a.Stage, Index: a.Index}}
+	// The same command later, offline (network-in-build ran a build step
+	// once more in fetch, and there it failed too): it fails the same way,
+	// so it goes with it.
+	for _, later := range a.Contract.Stages[si+1:] {
+		if later.Strongest {
+			continue
+		}
+		for i, o := range later.Steps {
+			if o.Run == st.Run && o.Cwd == st.Cwd {
+				ops = append(ops, Op{Kind: RemoveStep, Stage: later.Name, Index: i})
+				reason += fmt.Sprintf("; with it %s, the same command offline", contract.StepRef(later.Name, i))
+			}
+		}
+	}
 	return []Delta{{
 		Reason:   reason,
 		Evidence: s.cite(firstLine(a.Failure.Lines)),
-		Ops:      []Op{{Kind: RemoveStep, Stage: a.Stage, Index: a.Index}},
+		Ops:      ops,
 	}}
 }
 

@@ -531,3 +531,32 @@ func TestUnknownPackage(t *testing.T) {
 		t.Errorf("deltas for a package the contract does not declare: %+v", ds)
 	}
 }
+
+// A build step network-in-build ran once more in fetch, where its host is
+// unreachable too: dropping the fetch copy alone gives back the contract
+// already tried, so the offline original goes with it.
+func TestDropStepTakesTheOfflineCopy(t *testing.T) {
+	c := draft()
+	build := c.Stages[1].Steps[0]
+	build.Run = "npm run build"
+	c.Stages[1].Steps[0] = build
+	c.Stages[0].Steps = append(c.Stages[0].Steps, build)
+	log := "getaddrinfo ENOTFOUND fonts.googleapis.com\n"
+	a := &Attempt{N: 4, Contract: c, Stage: "fetch", Index: 1, Failure: &traces.Failure{Class: traces.NetworkNeeded, Lines: []string{strings.TrimSpace(log)}}, Log: log}
+	ds := dropStep(&Situation{Attempt: a})
+	if len(ds) != 1 || len(ds[0].Ops) != 2 || ds[0].Ops[1] != (Op{Kind: RemoveStep, Stage: "build", Index: 0}) || !strings.Contains(ds[0].Reason, "build/1, the same command offline") {
+		t.Fatalf("deltas: %+v", ds)
+	}
+	next, err := Apply(c, ds[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(next.Stages[0].Steps) != 1 || slices.ContainsFunc(next.Stages, func(s contract.Stage) bool {
+		return slices.ContainsFunc(s.Steps, func(st contract.Step) bool { return st.Run == "npm run build" })
+	}) {
+		t.Errorf("stages after: %+v", next.Stages)
+	}
+	if err := check(c, next, false, true); err != nil {
+		t.Errorf("sanity: %v", err)
+	}
+}
