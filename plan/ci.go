@@ -15,15 +15,16 @@ import (
 
 var (
 	expr = regexp.MustCompile(`\$\{\{\s*(.*?)\s*\}\}`)
-	// runnerFlag is a flag given an earlier step's or job's output.
+	// danglingDashes is a "--" a removed flag left at the end of a line.
 	danglingDashes = regexp.MustCompile(`(?m)[ \t]+--[ \t]*$`)
-	runnerFlag     = regexp.MustCompile(`[ \t]+--?[A-Za-z][\w-]*(?:=|[ \t]+)["']?\$\{\{\s*(?:steps|needs)\.[^}]*\}\}["']?`)
-	secretRef      = regexp.MustCompile(`^secrets\.([A-Za-z_][A-Za-z0-9_]*)$`)
-	envRef         = regexp.MustCompile(`^env\.([A-Za-z_][A-Za-z0-9_]*)$`)
-	matrixRef      = regexp.MustCompile(`^matrix\.([A-Za-z0-9_.-]+)$`)
-	inputRef       = regexp.MustCompile(`^(?:inputs|github\.event\.inputs)\.([A-Za-z0-9_-]+)$`)
-	releaseish     = regexp.MustCompile(`(?i)release|publish|deploy`)
-	tagGuard       = regexp.MustCompile(`refs/tags|github\.event_name\s*==\s*'(?:release|schedule|workflow_dispatch)'|startsWith\(github\.ref,\s*'refs/tags`)
+	// runnerFlag is a flag given an earlier step's or job's output.
+	runnerFlag = regexp.MustCompile(`[ \t]+--?[A-Za-z][\w-]*(?:=|[ \t]+)["']?\$\{\{\s*(?:steps|needs)\.[^}]*\}\}["']?`)
+	secretRef  = regexp.MustCompile(`^secrets\.([A-Za-z_][A-Za-z0-9_]*)$`)
+	envRef     = regexp.MustCompile(`^env\.([A-Za-z_][A-Za-z0-9_]*)$`)
+	matrixRef  = regexp.MustCompile(`^matrix\.([A-Za-z0-9_.-]+)$`)
+	inputRef   = regexp.MustCompile(`^(?:inputs|github\.event\.inputs)\.([A-Za-z0-9_-]+)$`)
+	releaseish = regexp.MustCompile(`(?i)release|publish|deploy`)
+	tagGuard   = regexp.MustCompile(`refs/tags|github\.event_name\s*==\s*'(?:release|schedule|workflow_dispatch)'|startsWith\(github\.ref,\s*'refs/tags`)
 )
 
 // picked is a CI job the contract runs, with the matrix cell it runs under.
@@ -890,14 +891,14 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 	ctx.secrets = secrets
 	inherited := p.jobEnv(j) // the workflow's and the job's; ctx.env has the step's too
 	run := e.Facts["run"]
-	for _, m := range runnerFlag.FindAllString(run, -1) {
+	if flags := runnerFlag.FindAllString(run, -1); len(flags) > 0 {
 		// A tuning flag whose value an earlier step computed on the
 		// runner (--max-workers ${{ steps.cpus.outputs.count }}): the
-		// command runs without it, with the tool's default.
-		p.skip("ci flag", strings.TrimSpace(m), e, "its value is an earlier step's output on the hosted runner; the command runs with the tool's default")
-	}
-	if runnerFlag.MatchString(run) {
-		// "npm test -- --max-workers …" keeps no bare "--" behind.
+		// command runs without it, with the tool's default, and keeps
+		// no bare "--" behind.
+		for _, m := range flags {
+			p.skip("ci flag", strings.TrimSpace(m), e, "its value is an earlier step's output on the hosted runner; the command runs with the tool's default")
+		}
 		run = danglingDashes.ReplaceAllString(runnerFlag.ReplaceAllString(run, ""), "")
 	}
 	script, why := p.expandWith(run, ctx, true)

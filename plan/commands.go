@@ -216,7 +216,7 @@ func e2eArg(w []string) string {
 		if strings.HasPrefix(val, "-") {
 			continue
 		}
-		for _, t := range strings.FieldsFunc(strings.ToLower(val), func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) {
+		for _, t := range nameTokens(val) {
 			if t == "e2e" || t == "playwright" || t == "cypress" || t == "puppeteer" {
 				return a
 			}
@@ -874,6 +874,12 @@ var toolKinds = map[string]kind{
 	"vite": kindBuild, "webpack": kindBuild, "rollup": kindBuild, "esbuild": kindBuild, "tsup": kindBuild,
 }
 
+// nameTokens are the lowercase letter-and-digit runs of a name
+// ("test:e2e-ci" is test, e2e, ci).
+func nameTokens(name string) []string {
+	return strings.FieldsFunc(strings.ToLower(name), func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+}
+
 // nameKind reads a script, target or step name: "test:unit" tests,
 // "lint:fix" lints, "test:e2e" is end to end, "docs:build" builds docs,
 // "test:watch" never exits. Between test and lint the first word says
@@ -883,7 +889,7 @@ func nameKind(name string) (kind, bool) {
 	if n == "ci" {
 		return kindTest, true
 	}
-	tokens := strings.FieldsFunc(n, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') })
+	tokens := nameTokens(n)
 	has := func(words ...string) bool {
 		return slices.ContainsFunc(tokens, func(t string) bool { return slices.Contains(words, t) })
 	}

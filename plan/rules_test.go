@@ -659,12 +659,12 @@ func TestMatrixDependencyAliasPassedOver(t *testing.T) {
 	r := result([]discover.Project{proj(".", "node")},
 		ev(discover.KindPackageJSON, "package.json", 1),
 		ev(discover.KindLockfile, "package-lock.json", 0, "manager", "npm", "format", "3"),
-		ev(discover.KindGHAJob, wf, 6, "workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest", "matrix-line", "8",
+		gha(discover.KindGHAJob, 6, "matrix-line", "8",
 			"matrix", `{"axes":[{"key":"typescript","values":["5.4","latest"]},{"key":"node","values":["20","latest"]}]}`),
-		ev(discover.KindGHASetup, wf, 12, "workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest", "tool", "node", "version", "${{ matrix.node }}"),
-		ev(discover.KindGHARun, wf, 15, "workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest", "run", "npm ci", "step", "1"),
-		ev(discover.KindGHARun, wf, 16, "workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest", "run", "npm i typescript@${{ matrix.typescript }}", "step", "2"),
-		ev(discover.KindGHARun, wf, 17, "workflow", "ci.yml", "job", "test", "runs-on", "ubuntu-latest", "run", "npm test", "step", "3"),
+		gha(discover.KindGHASetup, 12, "tool", "node", "version", "${{ matrix.node }}"),
+		gha(discover.KindGHARun, 15, "run", "npm ci", "step", "1"),
+		gha(discover.KindGHARun, 16, "run", "npm i typescript@${{ matrix.typescript }}", "step", "2"),
+		gha(discover.KindGHARun, 17, "run", "npm test", "step", "3"),
 	)
 	out := explain(t, r)
 	var matrix []string

@@ -120,7 +120,7 @@ func stageOf(run string) string {
 func TestWrappedTests(t *testing.T) {
 	s := &scripts{pkg: map[string]map[string]string{".": {"test": "jest", "build": "tsc",
 		"test-ci-partial:parallel": "yarn test-ci-partial --color", "test-ci-partial": "yarn jest-parallel -i", "jest-parallel": "node ./packages/jest-cli/bin/jest.js"}}}
-	for run, want := range map[string]kind{
+	wantKinds(t, s, map[string]kind{
 		"yarn c8 yarn test":                         kindTest,
 		"yarn nyc yarn test":                        kindTest,
 		"yarn jest --ci":                            kindTest,
@@ -138,7 +138,13 @@ func TestWrappedTests(t *testing.T) {
 		"yarn test-ci-partial:parallel --shard=1/4": kindTest,
 		"mage test:race": kindTest,
 		"mage -v":        kindBuild,
-	} {
+	})
+}
+
+// wantKinds checks what each command is, read against s.
+func wantKinds(t *testing.T, s *scripts, cases map[string]kind) {
+	t.Helper()
+	for run, want := range cases {
 		if v := s.of(run, ""); v.kind != want {
 			t.Errorf("%q: %s (%s), want %s", run, v.kind, v.why, want)
 		}
@@ -148,8 +154,7 @@ func TestWrappedTests(t *testing.T) {
 // A test command whose config, project or directory names an end-to-end or
 // browser suite is e2e, whatever runs it; a name it leaves out is not.
 func TestE2EArguments(t *testing.T) {
-	s := &scripts{}
-	for run, want := range map[string]kind{
+	wantKinds(t, &scripts{}, map[string]kind{
 		"vitest run -c vitest.config.e2e.ts":       kindE2E,
 		"npx jest --selectProjects e2e":            kindE2E,
 		"go test ./test/e2e/...":                   kindE2E,
@@ -158,11 +163,7 @@ func TestE2EArguments(t *testing.T) {
 		"go test -skip=e2e ./...":                  kindTest,
 		"vitest run --config=vitest.playwright.ts": kindE2E,
 		"go test -race ./...":                      kindTest,
-	} {
-		if v := s.of(run, ""); v.kind != want {
-			t.Errorf("%q: %s (%s), want %s", run, v.kind, v.why, want)
-		}
-	}
+	})
 }
 
 // Commands that add an apt repository to the runner are its plumbing.

@@ -106,8 +106,15 @@ type Interrupted struct {
 	Err            error
 }
 
-func (e *Interrupted) Error() string {
-	return fmt.Sprintf("interrupted in step %s (%s) after %s: %v", e.Step, e.Run, e.For.Round(time.Second), e.Err)
+func (e *Interrupted) Error() string { return "interrupted " + e.Where() + ": " + e.Err.Error() }
+
+// Where says which step ran, in which directory, for how long.
+func (e *Interrupted) Where() string {
+	in := ""
+	if e.Cwd != "" {
+		in = ", in " + e.Cwd
+	}
+	return fmt.Sprintf("in step %s (%s%s) after %s", e.Step, e.Run, in, e.For.Round(time.Second))
 }
 
 func (e *Interrupted) Unwrap() error { return e.Err }

@@ -302,11 +302,7 @@ func (l *Loop) attempt(ctx context.Context, c *contract.Contract, n int, cold bo
 			where := ""
 			var in *Interrupted
 			if errors.As(err, &in) {
-				where = fmt.Sprintf(" in step %s (%s", in.Step, in.Run)
-				if in.Cwd != "" {
-					where += ", in " + in.Cwd
-				}
-				where += fmt.Sprintf(") after %s", in.For.Round(time.Second))
+				where = " " + in.Where()
 			}
 			out.Diagnosis = l.diagnose(out, fmt.Sprintf("the time budget (%s) ran out during replay %d, which was interrupted%s", l.budget.Wall, n, where))
 			return nil, errBudget
