@@ -64,7 +64,7 @@ func (p *run) ci() {
 	for _, pk := range p.picked {
 		n := len(p.cands)
 		for _, prod := range producers(pk.job, jobs) {
-			p.planProducer(prod.job, prod.upload, pk.job, prod.download)
+			p.planProducer(prod, pk.job)
 		}
 		p.planJob(pk)
 		// A job none of whose tests can run here is no contract: its steps
@@ -616,26 +616,38 @@ func (p *run) planJob(pk picked) {
 	}
 }
 
-// producer is a job whose uploaded artifact the chosen job downloads.
+// producer is a job whose uploaded artifact, or filled cache, the chosen
+// job downloads.
 type producer struct {
 	job              *ciJob
-	upload, download int // the upload step's index in job, the download's in the consumer
+	upload, download int // the upload (cache save) step's index in job, the download's (restore's) in the consumer
+	cache            bool
 }
 
 // producers are the jobs j needs (same workflow) that upload an artifact j
-// downloads: on a hosted runner the artifact carries their work (a built
-// dist/, generated code) into j's fresh checkout; in a replay one checkout
-// does both, so their steps up to the upload come first. An artifact
-// named on both sides must match; an unnamed download takes any.
+// downloads, or fill a cache j restores: on a hosted runner the artifact
+// carries their work (a built dist/, generated code) into j's fresh
+// checkout, the cache their downloads (a setup job's `make
+// gomoddownload` into ~/go/pkg/mod); in a replay one checkout does both,
+// so their steps up to the upload come first. An artifact named on both
+// sides must match; an unnamed download takes any. A cache must have the
+// same paths, and its job must only fetch or build: a lint job that
+// restores the module cache too fills nothing the tests need.
 func producers(j *ciJob, jobs []*ciJob) []producer {
 	download, name := -1, ""
+	restore, paths := -1, ""
 	for i, s := range j.steps {
-		if s.ev.Kind == discover.KindGHAUses && strings.Contains(s.uses(), "actions/download-artifact") {
+		if s.ev.Kind != discover.KindGHAUses {
+			continue
+		}
+		switch u := s.uses(); {
+		case download < 0 && strings.Contains(u, "actions/download-artifact"):
 			download, name = i, s.ev.Facts["with.name"]
-			break
+		case restore < 0 && (strings.HasPrefix(u, "actions/cache@") || strings.HasPrefix(u, "actions/cache/restore@")):
+			restore, paths = i, cachePaths(s.ev.Facts["with.path"])
 		}
 	}
-	if download < 0 || j.caller != nil {
+	if download < 0 && restore < 0 || j.caller != nil {
 		return nil
 	}
 	var out []producer
@@ -645,27 +657,75 @@ func producers(j *ciJob, jobs []*ciJob) []producer {
 			if o == j || o.id != id || o.wf != j.wf || o.caller != nil {
 				continue
 			}
-			for i, s := range o.steps {
-				if s.ev.Kind != discover.KindGHAUses || !strings.Contains(s.uses(), "actions/upload-artifact") {
-					continue
-				}
-				if n := s.ev.Facts["with.name"]; name != "" && n != "" && n != name {
-					continue
-				}
-				out = append(out, producer{job: o, upload: i, download: download})
-				break
+			if pr, ok := artifactProducer(o, download, name); ok {
+				out = append(out, pr)
+			} else if pr, ok := cacheProducer(o, restore, paths); ok {
+				out = append(out, pr)
 			}
 		}
 	}
 	return out
 }
 
+func artifactProducer(o *ciJob, download int, name string) (producer, bool) {
+	if download < 0 {
+		return producer{}, false
+	}
+	for i, s := range o.steps {
+		if s.ev.Kind != discover.KindGHAUses || !strings.Contains(s.uses(), "actions/upload-artifact") {
+			continue
+		}
+		if n := s.ev.Facts["with.name"]; name != "" && n != "" && n != name {
+			continue
+		}
+		return producer{job: o, upload: i, download: download}, true
+	}
+	return producer{}, false
+}
+
+func cacheProducer(o *ciJob, restore int, paths string) (producer, bool) {
+	if restore < 0 || paths == "" || o.role != kindFetch && o.role != kindBuild {
+		return producer{}, false
+	}
+	for i, s := range o.steps {
+		if s.ev.Kind != discover.KindGHAUses || cachePaths(s.ev.Facts["with.path"]) != paths {
+			continue
+		}
+		switch u := s.uses(); {
+		case strings.HasPrefix(u, "actions/cache@"):
+			// Saved when the job ends, with all its steps' work.
+			return producer{job: o, upload: len(o.steps), download: restore, cache: true}, true
+		case strings.HasPrefix(u, "actions/cache/save@"):
+			return producer{job: o, upload: i, download: restore, cache: true}, true
+		}
+	}
+	return producer{}, false
+}
+
+// cachePaths is an actions/cache path input in a canonical form: its
+// lines trimmed and sorted.
+func cachePaths(in string) string {
+	var ps []string
+	for _, l := range strings.Split(in, "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			ps = append(ps, l)
+		}
+	}
+	slices.Sort(ps)
+	return strings.Join(ps, "\n")
+}
+
 // planProducer plans the run steps of job prod before its upload step,
 // for the consumer that downloads what they make. Its setup actions are
 // left to the consumer's, which set up the same checkout.
-func (p *run) planProducer(prod *ciJob, upload int, consumer *ciJob, download int) {
-	dl := consumer.steps[download].ev
-	p.decide("ci job", prod.ref(), &prod.ev, fmt.Sprintf("%s downloads the artifact it uploads (%s): its steps before the upload come first", consumer.ref(), dl.Ref()))
+func (p *run) planProducer(pr producer, consumer *ciJob) {
+	prod, upload := pr.job, pr.upload
+	dl := consumer.steps[pr.download].ev
+	what, which, why := "downloads the artifact it uploads", " before the upload", ", before the upload whose artifact "+consumer.ref()+" downloads"
+	if pr.cache {
+		what, which, why = "restores the cache it fills", "", ", which fills the cache "+consumer.ref()+" restores"
+	}
+	p.decide("ci job", prod.ref(), &prod.ev, fmt.Sprintf("%s %s (%s): its steps%s come first", consumer.ref(), what, dl.Ref(), which))
 	for i := range p.out.Jobs {
 		if p.out.Jobs[i].Job == prod.ref() {
 			p.out.Jobs[i].Left = ""
@@ -677,7 +737,7 @@ func (p *run) planProducer(prod *ciJob, upload int, consumer *ciJob, download in
 		return (d.Topic == "ci job" && d.Choice == prod.ref()) || (d.Topic == "ci step" && strings.HasPrefix(d.Reason, left))
 	})
 	base := exprCtx{inputs: prod.inputs, missingEmpty: prod.matrix != nil, env: p.jobEnv(prod)}
-	for _, s := range prod.steps[upload+1:] {
+	for _, s := range prod.steps[min(upload+1, len(prod.steps)):] {
 		if s.ev.Kind == discover.KindGHARun {
 			p.skip("ci step", s.run(), s.ev, fmt.Sprintf("runs after the upload %s needs from %s", consumer.ref(), prod.ref()))
 		}
@@ -695,7 +755,7 @@ func (p *run) planProducer(prod *ciJob, upload int, consumer *ciJob, download in
 		n := len(p.cands)
 		p.planScript(prod, s, ctx, false)
 		for i := range p.cands[n:] {
-			p.cands[n+i].step.Reason += fmt.Sprintf(", before the upload whose artifact %s downloads", consumer.ref())
+			p.cands[n+i].step.Reason += why
 		}
 	}
 }

@@ -56,6 +56,7 @@ func TestClassify(t *testing.T) {
 		"ctest --test-dir build": stageVerify, "cmake --build build": stageBuild, "mvn -B verify": stageVerify,
 		"./gradlew test": stageVerify, "CGO_ENABLED=0 go test ./...": stageVerify, "bundle install": stageFetch,
 		"go install golang.org/x/tools/cmd/stringer@v0.20.0": stageFetch, "go generate ./...": stageBuild,
+		"make gomoddownload": stageFetch, "make -j2 moddownload": stageFetch, "make deps": stageFetch,
 	}
 	for run, want := range cases {
 		if got := stageOf(run); got != want {

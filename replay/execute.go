@@ -21,15 +21,17 @@ import (
 
 // Paths inside replay containers.
 const (
-	workDir      = "/work"
-	srcDir       = "/work/src"
-	toolRoot     = "/opt/bootstrap"
-	caDir        = "/etc/ssl/certs"
-	caFile       = caDir + "/ca-certificates.crt"
-	caStage      = "/opt/bootstrap-ca"
-	depCacheDir  = "/cache" // dependency caches (module, package, build caches), see env
-	stdPath      = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-	completeMark = ".bootstrap-complete"
+	workDir     = "/work"
+	srcDir      = "/work/src"
+	toolRoot    = "/opt/bootstrap"
+	caDir       = "/etc/ssl/certs"
+	caFile      = caDir + "/ca-certificates.crt"
+	caStage     = "/opt/bootstrap-ca"
+	depCacheDir = "/cache" // dependency caches (module, package, build caches), see env
+	stdPath     = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+	// defaultGoProxy is the go command's own default, which GOPROXY unset means.
+	defaultGoProxy = "https://proxy.golang.org,direct"
+	completeMark   = ".bootstrap-complete"
 	// prepareStage names the setup work in traces; it cannot clash with a
 	// contract stage, whose names start with a letter or digit.
 	prepareStage = "_prepare"

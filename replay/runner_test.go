@@ -133,6 +133,9 @@ func TestPassOrderNetworkEnv(t *testing.T) {
 				t.Errorf("stage container spec %+v lacks limits or keeps capabilities", call.Start)
 			}
 		}
+		if call.Op == "Exec" && call.Network == replay.NetworkHost && slices.ContainsFunc(call.Exec.Env, func(e string) bool { return strings.HasPrefix(e, "GOPROXY=") }) {
+			t.Errorf("a step with the network has the module cache as its proxy: %q", call.Exec.Cmd)
+		}
 		if call.Op == "Exec" && call.Exec.User == "builder" && strings.Contains(strings.Join(call.Exec.Cmd, " "), "env | sort") {
 			stepEnv = call.Exec.Env
 			if call.Exec.WorkDir != "/work/src" || call.Network != replay.NetworkNone {
@@ -146,7 +149,7 @@ func TestPassOrderNetworkEnv(t *testing.T) {
 	if ops[0] != "InspectImage" || !slices.Contains(ops, "Commit") || !slices.Contains(ops, "RemoveImage") {
 		t.Errorf("calls %v", ops)
 	}
-	wantEnv := []string{"CI=true", "FOO=bar", "GOMODCACHE=/cache/go/mod", "HOME=/home/builder", "LANG=C.UTF-8", "LOGNAME=builder",
+	wantEnv := []string{"CI=true", "FOO=bar", "GOMODCACHE=/cache/go/mod", "GOPROXY=file:///cache/go/mod/cache/download,https://proxy.golang.org,direct", "HOME=/home/builder", "LANG=C.UTF-8", "LOGNAME=builder",
 		"NPM_CONFIG_PREFIX=/home/builder/.local",
 		"PATH=/home/builder/.local/bin:/home/builder/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SHELL=/bin/bash", "SOURCE_DATE_EPOCH=1700000000", "TZ=UTC", "USER=builder",
 		"XDG_CACHE_HOME=/cache/xdg", "YARN_CACHE_FOLDER=/cache/yarn", "npm_config_cache=/cache/npm", "npm_config_store_dir=/cache/pnpm", "TOKEN=s3cr3t-value"}

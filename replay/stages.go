@@ -3,6 +3,7 @@ package replay
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -217,8 +218,9 @@ func (x *run) stepRun(stage string, n int) string {
 func (x *run) strongestIndex() int { return x.contract.Strongest() }
 
 // env is exactly what a step sees: the documented defaults, toolchain
-// variables, the contract's env, and the declared secrets found.
-func (x *run) env() []string {
+// variables, the contract's env, and the declared secrets found; network
+// says the stage has it.
+func (x *run) env(network bool) []string {
 	m := map[string]string{
 		"HOME": x.home(),
 		// What a login gives a hosted runner's user: tests read them.
@@ -262,6 +264,14 @@ func (x *run) env() []string {
 	for k, v := range x.contract.Env {
 		m[k] = v
 	}
+	if p := cmp.Or(m["GOPROXY"], defaultGoProxy); !network && p != "off" {
+		// Without the network the module cache is the first proxy: a `go
+		// install pkg@version` whose modules fetch downloaded resolves from
+		// it (the go command asks a proxy for the tool's deprecation,
+		// which GOPROXY=off refuses), and a module it lacks falls through
+		// to the proxy, whose dial error names the network as before.
+		m["GOPROXY"] = "file://" + m["GOMODCACHE"] + "/cache/download," + p
+	}
 	env := make([]string, 0, len(m)+len(x.secretEnv))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		env = append(env, k+"="+m[k])
@@ -271,7 +281,6 @@ func (x *run) env() []string {
 
 // stagesRun runs the contract's stages in order until one fails.
 func (x *run) stagesRun(ctx context.Context) error {
-	env := x.env()
 	failed := false
 	for i, s := range x.contract.Stages {
 		rec := StageRecord{Name: s.Name, Network: s.Network, Steps: len(s.Steps), Verdict: NotRun}
@@ -285,7 +294,7 @@ func (x *run) stagesRun(ctx context.Context) error {
 			x.stages = append(x.stages, rec)
 			continue
 		}
-		ok, err := x.stage(ctx, s, env)
+		ok, err := x.stage(ctx, s, x.env(s.Network))
 		if err != nil {
 			return err
 		}

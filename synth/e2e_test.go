@@ -525,6 +525,37 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-installer-script", verified: true, rules: []string{"installer-script"},
+			// TestExport fails saying direnv is unavailable (no "not found"), the identical rerun too; Debian's direnv, then a clean warm pass
+			attempts: 3,
+			check: func(t *testing.T, r e2eRun) {
+				if slices.Contains(r.draft.SystemPackages, "direnv") {
+					t.Fatal("the draft already has direnv; the fixture tests nothing")
+				}
+				if f := r.out.Attempts[0].Failure; f == nil || f.Class == traces.MissingCommand {
+					t.Fatalf("first failure %+v, want one that does not say not found", f)
+				}
+				if !slices.Contains(r.out.Contract.SystemPackages, "direnv") {
+					t.Fatalf("system packages %v lack direnv", r.out.Contract.SystemPackages)
+				}
+				wantPassed(t, r.out, "TestExport")
+			},
+		},
+		{
+			fixture: "synth-tool-download", verified: true, rules: []string{"tool-download"},
+			// make test's go install gotestsum@v1.13.0 cannot reach the proxy; installed in fetch, the Makefile's own install builds from the cache, a clean warm pass
+			attempts: 2,
+			check: func(t *testing.T, r e2eRun) {
+				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.NetworkNeeded || r.out.Attempts[0].Stage != "verify" {
+					t.Fatalf("first failure %+v at %s, want network-needed in verify", f, r.out.Attempts[0].Stage)
+				}
+				if !slices.ContainsFunc(r.out.Contract.Stages[0].Steps, func(s contract.Step) bool { return s.Run == "go install gotest.tools/gotestsum@v1.13.0" }) {
+					t.Fatalf("fetch steps %+v lack the tool's install", r.out.Contract.Stages[0].Steps)
+				}
+				wantPassed(t, r.out, "TestHello")
+			},
+		},
+		{
 			fixture: "synth-cross-device", verified: true, rules: []string{"temp-across-mounts"},
 			// the rename from t.TempDir() into HOME fails with EXDEV (no identical rerun: it is the layout); TMPDIR in HOME, a clean warm pass (its cache created empty, nothing resumed: no cold replay)
 			attempts: 2,

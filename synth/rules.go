@@ -3,6 +3,7 @@ package synth
 import (
 	"fmt"
 	"maps"
+	"net/url"
 	"path"
 	"regexp"
 	"slices"
@@ -86,6 +87,7 @@ var Rules = []Rule{
 	{"unknown-package", unknownPackage},
 	{"missing-toolchain", missingToolchain},
 	{"missing-command", missingCommand},
+	{"installer-script", installerScript},
 	{"cgo-disabled", cgoDisabled},
 	{"missing-library", missingLibrary},
 	{"toolchain-version", toolchainVersion},
@@ -99,6 +101,7 @@ var Rules = []Rule{
 	{"embed-generated", embedGenerated},
 	{"working-directory", workingDirectory},
 	{"missing-env", missingEnv},
+	{"tool-download", toolDownload},
 	{"module-download", moduleDownload},
 	{"network-in-build", networkInBuild},
 	{"network-in-test", networkInTest},
@@ -227,6 +230,110 @@ func missingCommand(s *Situation) []Delta {
 		ops = append(ops, archiveOps(s.Packages, s.Attempt.Contract)...)
 	}
 	return []Delta{{Reason: reason, Evidence: s.cite(line), Ops: ops}}
+}
+
+// installerRes find a download piped into a shell, the way CI installs a
+// program from its author's script (curl -sS URL | bash, wget -qO- URL |
+// sudo sh, sh -c "$(curl -fsSL URL)", bash <(curl URL)): the URL.
+var installerRes = []*regexp.Regexp{
+	regexp.MustCompile(`(?:curl|wget)\s[^|\n]*?(https?://[^\s'"|)]+)[^|\n]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:ba|z)?sh\b`),
+	regexp.MustCompile(`(?:ba|z)?sh\s+(?:-c\s+["']?\$\(|<\()\s*(?:curl|wget)\s[^\n]*?(https?://[^\s'"|)]+)`),
+}
+
+// installerWords say nothing of which program a script installs.
+var installerWords = map[string]bool{
+	"get": true, "install": true, "installer": true, "sh": true, "raw": true, "dl": true, "download": true,
+	"downloads": true, "www": true, "static": true, "cdn": true, "script": true, "scripts": true, "setup": true,
+	"main": true, "master": true, "latest": true, "bash": true, "io": true, "com": true, "org": true, "dev": true,
+}
+
+// installerNames are the programs an installer's URL names: the repository
+// of a GitHub or GitLab URL, else the host's first telling label
+// (sh.rustup.rs: rustup), and the words of the script's own name
+// (install-zoxide.sh: zoxide).
+func installerNames(raw string) []string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return nil
+	}
+	var names []string
+	segs := strings.Split(strings.Trim(u.Path, "/"), "/")
+	switch strings.ToLower(u.Hostname()) {
+	case "raw.githubusercontent.com", "github.com", "gitlab.com", "codeload.github.com":
+		if len(segs) >= 2 {
+			names = append(names, segs[1])
+		}
+	default:
+		for _, l := range strings.Split(u.Hostname(), ".") {
+			if !installerWords[strings.ToLower(l)] {
+				names = append(names, l)
+				break
+			}
+		}
+	}
+	base := strings.TrimSuffix(segs[len(segs)-1], ".sh")
+	names = append(names, strings.FieldsFunc(base, func(r rune) bool { return r == '-' || r == '_' || r == '.' })...)
+	var out []string
+	for _, n := range names {
+		n = strings.ToLower(n)
+		if n != "" && !installerWords[n] && !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// installerScript answers a failure that names a program CI installs with
+// its author's script, a download piped into a shell that the plan leaves
+// out (it runs outside the fetch rules, from hosts a replay may not reach),
+// when the failure does not say "not found" because the project handles
+// the program's absence itself ("zoxide initialization failed"). Debian's
+// package of the same program provides it. The name must appear in what
+// failed, the failed tests' own output when the runner reported tests,
+// never only in passing output.
+func installerScript(s *Situation) []Delta {
+	a := s.Attempt
+	if s.Packages == nil || s.Evidence == nil || a.Failure == nil {
+		return nil
+	}
+	var failed []string
+	for _, t := range a.Tests {
+		if t.Status == results.Failed {
+			failed = append(failed, t.Output)
+		}
+	}
+	if len(failed) == 0 {
+		failed = a.Failure.Lines
+	}
+	text := strings.Join(failed, "\n")
+	for _, e := range s.Evidence.Evidence {
+		if e.Kind != discover.KindGHARun && e.Kind != discover.KindGitLabScript {
+			continue
+		}
+		for _, re := range installerRes {
+			for _, m := range re.FindAllStringSubmatch(e.Facts["run"], -1) {
+				for _, name := range installerNames(m[1]) {
+					if _, ok := toolchainCommands[name]; ok {
+						continue // a toolchain comes from the contract's toolchains
+					}
+					_, line := match(text, regexp.MustCompile(`(?i)\b`+regexp.QuoteMeta(name)+`\b`))
+					if line == "" {
+						continue
+					}
+					r, ok := pick(s.Packages.Command(name), indexSource(s.Packages))
+					if !ok || slices.Contains(a.Contract.SystemPackages, r.pkg) {
+						continue
+					}
+					return []Delta{{
+						Reason:   fmt.Sprintf("the failure names %s, which CI installs with %s (%s), a script the replay leaves out; %s", name, m[1], e.Ref(), r.why()),
+						Evidence: s.cite(line),
+						Ops:      append([]Op{{Kind: AddSystemPackage, Name: r.pkg}}, archiveOps(s.Packages, a.Contract)...),
+					}}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // unknownPackageRes find a system package apt cannot install because the
@@ -878,6 +985,56 @@ func embedGenerated(s *Situation) []Delta {
 	}
 	ops = append(ops, Op{Kind: InsertStep, Stage: stage, Index: index, Step: built})
 	return []Delta{{Reason: why + "; a fresh checkout has none: install and build it first", Evidence: s.cite(line), Ops: ops}}
+}
+
+// goToolRe is the go command failing, offline, to resolve the module of a
+// `go install pkg@version` or `go run pkg@version`, which a Makefile runs
+// on demand for a tool its test target needs (gotestsum, controller-gen,
+// ginkgo): the package and its version. The query for the version's
+// .info comes first for such an install alone; a module the build needs
+// fails on its .mod or .zip, which network-in-build answers.
+var goToolRe = regexp.MustCompile(`(?m)^go: ([^\s@:]+)@(v[^\s:@]+): (?:[^\s@:]+@v[^\s:@]+: )?(?:Get "https?://[^"]+/@v/[^"/]+\.info"|reading https?://\S+/@v/[^\s/]+\.info)[^\n]*(?:dial tcp|lookup|network is unreachable|Could not resolve host)`)
+
+// toolDownload answers a tool a later stage installs by version with the
+// network off: the same `go install pkg@version` runs in the fetch stage,
+// where it downloads the tool's modules into the module cache, and the
+// later install (GOBIN=bin/ go install …, as the Makefile runs it) then
+// builds from the cache alone. An explicit version only: a query such as
+// @latest needs the proxy every time.
+func toolDownload(s *Situation) []Delta {
+	a := s.Attempt
+	c := a.Contract
+	si := stageIndex(c, a.Stage)
+	if si < 0 || c.Stages[si].Network || a.Failure == nil || a.Failure.Class != traces.NetworkNeeded {
+		return nil
+	}
+	fi := stageIndex(c, "fetch")
+	var ops []Op
+	line := ""
+	at := 0
+	if fi >= 0 {
+		at = len(c.Stages[fi].Steps)
+	}
+	for _, m := range goToolRe.FindAllStringSubmatchIndex(a.Log, -1) {
+		pkg, version := a.Log[m[2]:m[3]], a.Log[m[4]:m[5]]
+		run := "go install " + pkg + "@" + version
+		if fi >= 0 && hasRun(c.Stages[fi].Steps, run) || slices.ContainsFunc(ops, func(o Op) bool { return o.Step.Run == run }) {
+			continue
+		}
+		l := lineAt(a.Log, m[0])
+		if line == "" {
+			line = l
+		}
+		ops = append(ops, Op{Kind: InsertStep, Stage: "fetch", Index: at, Step: &contract.Step{
+			Run: run, Evidence: s.cite(l), Source: contract.SourceRepair, Confidence: 0.8,
+			Reason: fmt.Sprintf("%s installs %s@%s with the network off; installed once in fetch, its modules are in the cache", a.StepRef(), pkg, version),
+		}})
+		at++
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	return []Delta{{Reason: "download the tools a later step installs by version in the fetch stage, with the network", Evidence: s.cite(line), Ops: ops}}
 }
 
 // goFetchRe is the go command failing, offline, to download a module a

@@ -66,6 +66,8 @@ func TestRules(t *testing.T) {
 		{Kind: discover.KindLockfile, Path: "package-lock.json", Facts: map[string]string{"manager": "npm", "format": "1"}},
 		{Kind: discover.KindGHAEnv, Path: ".github/workflows/ci.yml", Line: 7, Facts: map[string]string{"name": "APP_MODE", "value": "test"}},
 		{Kind: discover.KindGHAEnv, Path: ".github/workflows/ci.yml", Line: 8, Facts: map[string]string{"name": "API_TOKEN", "value": "${{ secrets.API_TOKEN }}"}},
+		{Kind: discover.KindGHARun, Path: ".github/workflows/ci.yml", Line: 20, Facts: map[string]string{"run": "sudo apt-get install -y exiftool\ncurl -sS https://raw.githubusercontent.com/ajeetdsouza/zoxide/main/install.sh | bash"}},
+		{Kind: discover.KindGHARun, Path: ".github/workflows/ci.yml", Line: 30, Facts: map[string]string{"run": `bash -c "$(curl -fsSL https://direnv.net/install.sh)"`}},
 	}}
 	cases := []struct {
 		name          string
@@ -110,6 +112,11 @@ func TestRules(t *testing.T) {
 		{name: "refuses root (a script's own check)", stage: "verify", class: traces.Unknown, user: "root", log: "check.sh: Running as root is not supported\n", want: "run-as", op: SetUser, opName: "builder"},
 		{name: "needs root (coreutils quotes)", stage: "verify", class: traces.Permission, log: "mkdir: cannot create directory ‘/usr/local/lib/words’: Permission denied\n", want: "run-as", op: SetUser, opName: "root"},
 		{name: "wrong cwd", stage: "build", class: traces.Unknown, log: "go: go.mod file not found in current directory or any parent directory; see 'go help modules'\n", want: "working-directory", op: SetCwd, opVal: "backend"},
+		{name: "program CI installs by script, named by a failed test", stage: "verify", class: traces.TestFailure, log: "--- FAIL: TestJump (0.00s)\nFAIL\n", tests: []results.Test{{Name: "TestJump", Status: results.Failed, Output: "    jump_test.go:44: zoxide initialization failed\n"}}, want: "installer-script", op: AddSystemPackage, opName: "zoxide"},
+		{name: "program CI installs by script, named only by a passing test", stage: "verify", class: traces.TestFailure, log: "--- FAIL: TestSort (0.00s)\nFAIL\n", tests: []results.Test{{Name: "TestJump", Status: results.Passed, Output: "zoxide ready\n"}, {Name: "TestSort", Status: results.Failed, Output: "    sort_test.go:9: got [b a]\n"}}, want: ""},
+		{name: "program CI installs by sh -c $(curl), named by the failure", stage: "verify", class: traces.TestFailure, log: "Error: Direnv did not load .envrc\n", want: "installer-script", op: AddSystemPackage, opName: "direnv"},
+		{name: "tool installed by version offline", stage: "verify", class: traces.NetworkNeeded, log: "go: gotest.tools/gotestsum@v1.13.0: gotest.tools/gotestsum@v1.13.0: Get \"https://proxy.golang.org/gotest.tools/gotestsum/@v/v1.13.0.info\": dial tcp: lookup proxy.golang.org on 10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable\ngo: gotest.tools/gotestsum@: version must not be empty\nmake: *** [Makefile-deps.mk:103: gotestsum] Error 1\n", want: "tool-download", op: InsertStep},
+		{name: "tool installed at latest offline", stage: "verify", class: traces.NetworkNeeded, log: "go: gotest.tools/gotestsum@latest: Get \"https://proxy.golang.org/gotest.tools/gotestsum/@v/list\": dial tcp: lookup proxy.golang.org: network is unreachable\n", want: ""},
 		{name: "env from CI", stage: "verify", class: traces.TestFailure, log: "--- FAIL: TestMode (0.00s)\n    mode_test.go:9: environment variable APP_MODE is not set\n", want: "missing-env", op: SetEnv, opName: "APP_MODE", opVal: "test"},
 		{name: "network in build", stage: "build", class: traces.NetworkNeeded, log: "go: downloading github.com/x/y v1.0.0\ngo: github.com/x/y@v1.0.0: Get \"https://example.org/x\": dial tcp: lookup example.org on [::1]:53: read udp: connection refused\n", want: "network-in-build", op: InsertStep},
 		{name: "own server refused is not network", stage: "verify", class: traces.NetworkNeeded, log: "--- FAIL: TestServer (0.01s)\n", tests: []results.Test{{Name: "TestServer", Status: results.Failed, Output: "server_test.go:30: Get \"http://127.0.0.1:8080/\": dial tcp 127.0.0.1:8080: connect: connection refused"}}, want: ""},
@@ -558,5 +565,43 @@ func TestDropStepTakesTheOfflineCopy(t *testing.T) {
 	}
 	if err := check(c, next, false, true); err != nil {
 		t.Errorf("sanity: %v", err)
+	}
+}
+
+func TestInstallerNames(t *testing.T) {
+	for _, tc := range []struct{ url, want string }{
+		{"https://raw.githubusercontent.com/ajeetdsouza/zoxide/main/install.sh", "zoxide"},
+		{"https://github.com/junegunn/fzf/releases/download/v0.56.0/install", "fzf"},
+		{"https://sh.rustup.rs", "rustup"},
+		{"https://direnv.net/install.sh", "direnv"},
+		{"https://get.example.dev/scripts/install-widget.sh", "example,widget"},
+		{"https://example.org/", "example"},
+		{"::", ""},
+	} {
+		if got := strings.Join(installerNames(tc.url), ","); got != tc.want {
+			t.Errorf("installerNames(%q) = %q, want %q", tc.url, got, tc.want)
+		}
+	}
+}
+
+func TestInstallerForms(t *testing.T) {
+	for run, want := range map[string]string{
+		"curl -sS https://a.example/x.sh | bash":                      "https://a.example/x.sh",
+		"wget -qO- https://a.example/x.sh | sudo -E sh -s -- -b /usr": "https://a.example/x.sh",
+		`sh -c "$(curl -fsSL https://a.example/x.sh)"`:                "https://a.example/x.sh",
+		"bash <(curl -s https://a.example/x.sh)":                      "https://a.example/x.sh",
+		"curl -sSfLo x.tgz https://a.example/x.tgz":                   "",
+		"curl https://a.example/x.json | jq .":                        "",
+	} {
+		got := ""
+		for _, re := range installerRes {
+			if m := re.FindStringSubmatch(run); m != nil {
+				got = m[1]
+				break
+			}
+		}
+		if got != want {
+			t.Errorf("%q: installer URL %q, want %q", run, got, want)
+		}
 	}
 }
