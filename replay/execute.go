@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -345,6 +346,17 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 		step++
 		return x.prepStep(ctx, c, step, what, cmd)
 	}
+	if snap := x.in.Snapshot; snap.Commit != "" && len(snap.CommitObject) > 0 {
+		if err := c.CopyIn(ctx, workDir, singleFileTar(commitFile, snap.CommitObject)); err != nil {
+			return false, fmt.Errorf("copying the commit in: %w", err)
+		}
+		epoch := strconv.FormatInt(max(snap.CommitTime.Unix(), 0), 10)
+		ok, _, err := runStep("a checkout's .git at "+snap.Commit, "sh", "-e", "-c", checkoutScript, "sh", snap.Tree, workDir+"/"+commitFile, epoch)
+		if err != nil || !ok {
+			x.stageEnd(prepareStage, false, prepStart)
+			return false, err
+		}
+	}
 	var cmds [][]string
 	if x.contract.User != "root" {
 		cmds = append(cmds, []string{"useradd", "-m", "-u", "1000", x.contract.User})
@@ -408,6 +420,33 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 	x.prepared = true
 	return true, nil
 }
+
+// commitFile holds the commit's raw object in the work volume until the
+// checkout script writes it into .git.
+const commitFile = "commit.git-object"
+
+// checkoutScript gives the copied tree the .git a CI checkout has
+// (actions/checkout fetches the one commit): Makefiles and tests run git
+// describe, rev-parse and status, and fail on "not a git repository". When
+// the copy's tree is the commit's ($1), the commit's own object ($2) makes
+// HEAD the real sha, a shallow clone's one commit; otherwise (a working
+// tree with changes, the contract's directory left out, submodules absent)
+// a commit of the copy at the commit's time ($3) stands in, the same bytes
+// every time. An image without git gets no .git, as before.
+const checkoutScript = `command -v git >/dev/null || { rm -f "$2"; exit 0; }
+cd ` + srcDir + `
+git -c init.defaultBranch=main init -q
+git add -A -f
+tree=$(git write-tree)
+if [ "$tree" = "$1" ] && head=$(git hash-object -t commit -w "$2"); then
+	echo "$head" >.git/shallow
+else
+	export GIT_AUTHOR_NAME=bootstrap GIT_AUTHOR_EMAIL=bootstrap@localhost GIT_AUTHOR_DATE="@$3 +0000"
+	export GIT_COMMITTER_NAME=bootstrap GIT_COMMITTER_EMAIL=bootstrap@localhost GIT_COMMITTER_DATE="@$3 +0000"
+	head=$(git commit-tree "$tree" -m "the replayed tree")
+fi
+rm -f "$2"
+git update-ref --no-deref HEAD "$head"`
 
 // copyTar streams fsys as a tar into dir in c; the writer goroutine ends
 // with the copy, whether it succeeds or not.

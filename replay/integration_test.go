@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -12,6 +15,7 @@ import (
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/fixtures"
+	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/replay"
 	"github.com/bootstrap-dev/bootstrap/replay/docker"
 	"github.com/bootstrap-dev/bootstrap/replay/replaytest"
@@ -168,4 +172,48 @@ func TestRealResume(t *testing.T) {
 			t.Errorf("run image of %s left", run)
 		}
 	}
+}
+
+// TestRealCheckout replays a real git repository: the steps see the .git a
+// CI checkout has, HEAD the very commit and nothing changed; a working tree
+// with an edit gets a stand-in commit of what was copied, the same sha on
+// every replay.
+func TestRealCheckout(t *testing.T) {
+	e := realEngine(t)
+	dir := fixtures.Repo(t, "go-module", fixtures.WithGit())
+	replayed := func(snap *repo.Snapshot, verify ...string) *replay.Result {
+		t.Helper()
+		c := testContract(verify...)
+		c.Base.Image = scratchBase
+		res, err := replay.New(replay.WithEngine(e), replay.WithCacheDir(t.TempDir()), replay.WithNoCache()).
+			Run(context.Background(), replay.Input{Contract: c, Snapshot: snap, OutDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Verdict != traces.Pass {
+			t.Fatalf("verdict %s: %+v", res.Verdict, res.Failure)
+		}
+		return res
+	}
+	at, err := repo.Open(context.Background(), dir, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	replayed(at,
+		`test "$(git rev-parse HEAD)" = `+at.Commit,
+		`test "$(cat .git/shallow)" = `+at.Commit,
+		`test -z "$(git status --porcelain)"`,
+		`git log --format=%H | grep -qx `+at.Commit)
+
+	if err := os.WriteFile(filepath.Join(dir, "README.md"), []byte("edited\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	wt, err := repo.Open(context.Background(), dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stand-in is a commit of the copied tree at the commit's time, by
+	// bootstrap: its sha is fixed by the tree and that time alone.
+	standIn := `test "$(git log -1 --format='%an %at')" = "bootstrap ` + strconv.FormatInt(wt.CommitTime.Unix(), 10) + `"`
+	replayed(wt, `test "$(git rev-parse HEAD)" != `+wt.Commit, standIn, `test -z "$(git status --porcelain)"`, `grep -qx edited README.md`)
 }

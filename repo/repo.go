@@ -29,6 +29,10 @@ type Snapshot struct {
 	Commit string
 	// CommitTime feeds SOURCE_DATE_EPOCH; zero for a tree without a HEAD.
 	CommitTime time.Time
+	// CommitObject is the commit's raw git object and Tree its tree's
+	// sha, from which a replay writes a checkout's one-commit .git.
+	CommitObject []byte
+	Tree         string
 	Worktree   bool
 	// Root is the absolute path of the repository on disk.
 	Root string
@@ -64,6 +68,8 @@ func Open(ctx context.Context, path, rev string) (*Snapshot, error) {
 				if c, err := r.CommitObject(head.Hash()); err == nil {
 					snap.Commit = c.Hash.String()
 					snap.CommitTime = c.Committer.When.UTC()
+					snap.Tree = c.TreeHash.String()
+					snap.CommitObject, _ = rawObject(r, c.Hash)
 				}
 			}
 		}
@@ -92,12 +98,44 @@ func Open(ctx context.Context, path, rev string) (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading tree of commit %s: %w", h, err)
 	}
+	raw, err := rawObject(r, c.Hash)
+	if err != nil {
+		return nil, err
+	}
 	return &Snapshot{
-		FS:         &treeFS{tree: tree},
-		Commit:     c.Hash.String(),
-		CommitTime: c.Committer.When.UTC(),
-		Root:       root,
+		FS:           &treeFS{tree: tree},
+		Commit:       c.Hash.String(),
+		CommitTime:   c.Committer.When.UTC(),
+		CommitObject: raw,
+		Tree:         c.TreeHash.String(),
+		Root:         root,
 	}, nil
+}
+
+// maxCommitObject bounds a commit's raw object: a message and signature,
+// never the tree.
+const maxCommitObject = 1 << 20
+
+// rawObject is commit h as git stores it, bytes for bytes, so that writing
+// it elsewhere gives the same sha.
+func rawObject(r *git.Repository, h plumbing.Hash) ([]byte, error) {
+	o, err := r.Storer.EncodedObject(plumbing.CommitObject, h)
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s: %w", h, err)
+	}
+	if o.Size() > maxCommitObject {
+		return nil, fmt.Errorf("commit %s: its object is %d bytes, more than %d", h, o.Size(), maxCommitObject)
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s: %w", h, err)
+	}
+	defer rd.Close()
+	b, err := io.ReadAll(io.LimitReader(rd, maxCommitObject+1))
+	if err != nil {
+		return nil, fmt.Errorf("reading commit %s: %w", h, err)
+	}
+	return b, nil
 }
 
 // openGit opens the repository at root, a working tree or a bare one, with

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
 )
 
@@ -166,6 +167,14 @@ func TestOpenRevisions(t *testing.T) {
 		}
 		if snap.Commit != c.commit || !snap.CommitTime.Equal(c.when) || snap.Worktree != (c.rev == "") {
 			t.Errorf("Open(%q) = commit %s time %v worktree %v", c.rev, snap.Commit, snap.CommitTime, snap.Worktree)
+		}
+		// The raw object hashes to the commit, as git hashes it: a replay
+		// writes it into a .git and HEAD is the same sha.
+		if got := plumbing.ComputeHash(plumbing.CommitObject, snap.CommitObject).String(); got != c.commit {
+			t.Errorf("Open(%q): the commit object hashes to %s", c.rev, got)
+		}
+		if co, err := r.CommitObject(plumbing.NewHash(c.commit)); err != nil || snap.Tree != co.TreeHash.String() {
+			t.Errorf("Open(%q) tree %s, want the commit's (%v)", c.rev, snap.Tree, err)
 		}
 		b, err := fs.ReadFile(snap.FS, "go.mod")
 		if err != nil || !bytes.Contains(b, []byte(c.gomod)) {

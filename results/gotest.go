@@ -77,13 +77,18 @@ func isGoFrame(s string) bool {
 	return goRun.MatchString(s) || goResult.MatchString(s)
 }
 
-// parseGoV reads `go test -v` and plain `go test` output. Results are
+// parseGoV reads `go test -v` and plain `go test` output, and gotestsum's
+// standard-verbose and standard-quiet formats, which are go test's. Results are
 // printed before the package line that names their package, so they wait
 // in pending until it arrives.
 func parseGoV(lines []string) (Report, bool) {
+	if summaryOnly(lines) {
+		return Report{}, false // gotestsum's; the output in its summary would count twice
+	}
 	var r Report
 	var pending []Test
 	outputs := map[string]*strings.Builder{}
+	unattributed := map[string]bool{}
 	owner := ""
 	seen := false
 	for _, l := range lines {
@@ -102,7 +107,9 @@ func parseGoV(lines []string) (Report, bool) {
 		// TAP's "ok 1 - name" must not pass for a package line.
 		if m := goPackage.FindStringSubmatch(l); m != nil && !isNumber(m[2]) && (len(pending) > 0 || strings.ContainsAny(m[2], "./")) {
 			seen = true
-			if m[1] == "FAIL" && !slices.ContainsFunc(pending, func(t Test) bool { return t.Status == Failed }) {
+			if m[1] == "FAIL" && !slices.ContainsFunc(pending, func(t Test) bool { return t.Status == Failed }) && !unattributed[m[2]] {
+				// gotestsum's summary repeats a package that did not build.
+				unattributed[m[2]] = true
 				r.Unattributed++
 			}
 			for i := range pending {

@@ -7,7 +7,9 @@ import (
 )
 
 var (
-	jestFile    = regexp.MustCompile(`^ ?(PASS|FAIL) +(\S+)`)
+	// A header names a test file, as jest's testMatch finds them; gotestsum's
+	// "PASS pkg.TestName (0.00s)" is not one.
+	jestFile    = regexp.MustCompile(`^ ?(PASS|FAIL) +(\S+\.[cm]?[jt]sx?)(?:\s|$)`)
 	jestResult  = regexp.MustCompile(`^(\s+)(✓|✕|○|✎|√|×) (?:(skipped|todo) )?(.*?)(?: \(\d+(?:\.\d+)? ?m?s\))?$`)
 	jestFailure = regexp.MustCompile(`^\s+● (.+)$`)
 	jestSummary = regexp.MustCompile(`^Tests:\s+(.*\d+ total)$`)

@@ -20,6 +20,7 @@ type parser struct {
 var parsers = []parser{
 	{"go-json", parseGoJSON},
 	{"go-v", parseGoV},
+	{"gotestsum", parseGotestsum},
 	{"junit", parseJUnitText},
 	{"tap", parseTAP},
 	{"node-test", parseNodeSpec},

@@ -22,6 +22,9 @@ func TestParseSamples(t *testing.T) {
 	}{
 		{"go-v.txt", "go-v", 3, 2, 1, "TestAdd/neg", "-1+-1 = -2, want -3"},
 		{"go-plain.txt", "go-v", 0, 2, 0, "TestAdd/neg", "-1+-1 = -2, want -3"},
+		{"gotestsum-testname.txt", "gotestsum", 2, 2, 1, "TestAdd/neg", "-1+-1 = -2, want -3"},
+		{"gotestsum-testdox.txt", "gotestsum", 2, 2, 1, "TestAdd/neg", "-1+-1 = -2, want -3"},
+		{"gotestsum-verbose.txt", "go-v", 2, 2, 1, "TestAdd/neg", "-1+-1 = -2, want -3"},
 		{"go-json.txt", "go-json", 3, 2, 1, "TestAdd/neg", "-1+-1 = -2, want -3"},
 		{"go-json-buildfail.txt", "go-json", 1, 1, 0, "TestNet", "no such host"},
 		{"node-tap.txt", "tap", 3, 1, 2, "math > subtracts", "2 !== 1"},
