@@ -7,9 +7,10 @@ import (
 )
 
 var (
-	// A header names a test file, as jest's testMatch finds them; gotestsum's
-	// "PASS pkg.TestName (0.00s)" is not one.
-	jestFile    = regexp.MustCompile(`^ ?(PASS|FAIL) +(\S+\.[cm]?[jt]sx?)(?:\s|$)`)
+	// A header names a test file, as jest's testMatch finds them, after
+	// the project's display name if any; gotestsum's "PASS pkg.TestName
+	// (0.00s)" is not one, nor vitest's "FAIL  file > test".
+	jestFile    = regexp.MustCompile(`^ ?(PASS|FAIL) +(?:\S+ +)?(\S+\.[cm]?[jt]sx?)(?: \(.*\))?$`)
 	jestResult  = regexp.MustCompile(`^(\s+)(✓|✕|○|✎|√|×) (?:(skipped|todo) )?(.*?)(?: \(\d+(?:\.\d+)? ?m?s\))?$`)
 	jestFailure = regexp.MustCompile(`^\s+● (.+)$`)
 	jestSummary = regexp.MustCompile(`^Tests:\s+(.*\d+ total)$`)

@@ -25,6 +25,7 @@ var parsers = []parser{
 	{"tap", parseTAP},
 	{"node-test", parseNodeSpec},
 	{"jest", parseJest},
+	{"vitest", parseVitest},
 	{"mocha", parseMocha},
 	{"bun", parseBun},
 	{"playwright", parsePlaywright},

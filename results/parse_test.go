@@ -37,6 +37,7 @@ func TestParseSamples(t *testing.T) {
 		{"jest-verbose.txt", "jest", 2, 1, 2, "sum › fails on purpose", "Received: 2"},
 		{"jest-color.txt", "jest", 1, 0, 0, "", ""},
 		{"node-spec-failing.txt", "node-test", 2, 1, 0, "addresses getter", `'{"address":"::1","family":"IPv6"}'`},
+		{"vitest.txt", "vitest", 2, 2, 1, "sum > fails on purpose", "expected 2 to be 3"},
 		{"bun.txt", "bun", 2, 1, 1, "math > subtracts", "Received: 1"},
 		{"deno.txt", "deno", 2, 2, 1, "nested > inner fails", "inner boom"},
 		{"playwright-list.txt", "playwright", 1, 1, 1, "group › fails on purpose", "Received: 1"},
@@ -178,5 +179,28 @@ func TestUnattributedFailures(t *testing.T) {
 	named := "=== RUN   TestA\n--- FAIL: TestA (0.00s)\nFAIL\nFAIL\texample.com/a\t0.01s\n"
 	if r := Parse([]byte(named)); r.Unattributed != 0 || r.Failed != 1 {
 		t.Errorf("a named failure counted as unattributed: %+v", r)
+	}
+}
+
+// A workspace runner (bun --filter, pnpm -r) prefixes each line of a
+// package's script with its name and the script's: vitest reads the same.
+func TestParseVitestPrefixed(t *testing.T) {
+	in, err := os.ReadFile(filepath.Join("testdata", "vitest.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := Parse(in)
+	var b bytes.Buffer
+	for _, l := range strings.Split(string(in), "\n") {
+		b.WriteString("@scope/runner test:coverage: " + l + "\n")
+	}
+	got := Parse(b.Bytes())
+	if got.Format != "vitest" || got.Passed != plain.Passed || got.Failed != plain.Failed || got.Unattributed != plain.Unattributed || len(got.Tests) != len(plain.Tests) {
+		t.Fatalf("prefixed: %+v\nplain: %+v", got, plain)
+	}
+	for i := range got.Tests {
+		if got.Tests[i] != plain.Tests[i] {
+			t.Errorf("test %d: %+v, want %+v", i, got.Tests[i], plain.Tests[i])
+		}
 	}
 }
