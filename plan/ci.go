@@ -855,7 +855,43 @@ func (p *run) planUses(j *ciJob, s ciStep, ctx exprCtx) {
 		p.ciSetup[tool] = setupSpec{spec: v, ev: *s.setup}
 		return
 	}
+	if run, ok := goToolInstall(s.uses(), s.ev.Facts["with.version"]); ok {
+		p.addKind(run, "", kindFetch, s.ev, s.ev.Line, fmt.Sprintf("CI job %s sets up %s with %s (version %q); the program is a Go module, installed at that version", j.ref(), path.Base(strings.SplitN(strings.Fields(run)[3], "@", 2)[0]), s.uses(), cmp.Or(s.ev.Facts["with.version"], "the newest")))
+		return
+	}
 	p.skip("ci action", s.uses(), s.ev, actionReason(s.uses()))
+}
+
+// goToolActions are setup actions whose program is published as a Go
+// module: in a replay `go install` at the version the action was given
+// does what the action's download of a release does. major is the module's
+// major version, which a version query of the form "3.x" means.
+var goToolActions = map[string]struct{ pkg, major string }{
+	"go-task/setup-task": {"github.com/go-task/task/v3/cmd/task", "v3"},
+	"arduino/setup-task": {"github.com/go-task/task/v3/cmd/task", "v3"},
+}
+
+// goToolInstall is the go install of a goToolActions action at its
+// version input: "3.x" is the newest v3, "3.40.1" that release, none the
+// newest of the major version the package path names.
+func goToolInstall(uses, version string) (string, bool) {
+	t, ok := goToolActions[strings.ToLower(strings.SplitN(uses, "@", 2)[0])]
+	if !ok || strings.Contains(version, "${{") {
+		return "", false
+	}
+	v := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(version), "v"), ".x"), ".x")
+	switch {
+	case v == "" || v == "latest":
+		v = cmp.Or(t.major, "latest")
+	case strings.Trim(v, "0123456789.") != "":
+		return "", false
+	default:
+		v = "v" + v
+	}
+	// The tool's own go directive picks the Go that builds it (the go
+	// command fetches that release from the module proxy, checked against
+	// the checksum database): the project's toolchain stays the project's.
+	return "GOTOOLCHAIN=auto go install " + t.pkg + "@" + v, true
 }
 
 // containerVersion reads the toolchain a job's container image carries

@@ -542,6 +542,17 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "ci-go-tool", verified: true,
+			// task from go-task/setup-task, installed with go install in fetch, built by the Go its module asks for; a clean pass
+			attempts: 1,
+			check: func(t *testing.T, r e2eRun) {
+				if c := r.out.Contract; c.Toolchains[0].Version != r.draft.Toolchains[0].Version {
+					t.Fatalf("the project's Go moved from %s to %s for a tool", r.draft.Toolchains[0].Version, c.Toolchains[0].Version)
+				}
+				wantPassed(t, r.out, "TestChore")
+			},
+		},
+		{
 			fixture: "synth-tool-download", verified: true, rules: []string{"tool-download"},
 			// make test's go install gotestsum@v1.13.0 cannot reach the proxy; installed in fetch, the Makefile's own install builds from the cache, a clean warm pass
 			attempts: 2,
