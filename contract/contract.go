@@ -125,6 +125,9 @@ type Quarantined struct {
 const (
 	WhyNeedsNetwork = "needs-network"
 	WhyFlaky        = "flaky"
+	// WhyNeedsProgram: the test needs a program, or a version of it, that
+	// only a source this machine cannot reach provides.
+	WhyNeedsProgram = "needs-program"
 )
 
 // Duration is a time.Duration written as Go duration text ("10m0s").

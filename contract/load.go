@@ -295,8 +295,8 @@ func (v *validator) contract(c *Contract) {
 		if q.Test == "" {
 			v.fail(f+".test", "is required")
 		}
-		if q.Why != WhyNeedsNetwork && q.Why != WhyFlaky {
-			v.fail(f+".why", "must be %s or %s, got %q", WhyNeedsNetwork, WhyFlaky, q.Why)
+		if q.Why != WhyNeedsNetwork && q.Why != WhyFlaky && q.Why != WhyNeedsProgram {
+			v.fail(f+".why", "must be %s, %s or %s, got %q", WhyNeedsNetwork, WhyFlaky, WhyNeedsProgram, q.Why)
 		}
 		if q.Evidence == "" {
 			v.fail(f+".evidence", "a quarantined test needs trace evidence")

@@ -111,7 +111,7 @@ func (c TestCounts) add(rep results.Report) TestCounts {
 }
 
 // TestOutcome is one test of the strongest verification as the record keeps
-// it: pass, fail, skip, or the quarantine reason (flaky, needs-network)
+// it: pass, fail, skip, or the quarantine reason (flaky, needs-network, needs-program)
 // when a quarantined test failed.
 type TestOutcome struct {
 	Package string `json:"package,omitempty"`

@@ -316,12 +316,19 @@ func installerScript(s *Situation) []Delta {
 					if _, ok := toolchainCommands[name]; ok {
 						continue // a toolchain comes from the contract's toolchains
 					}
-					_, line := match(text, regexp.MustCompile(`(?i)\b`+regexp.QuoteMeta(name)+`\b`))
+					named := regexp.MustCompile(`(?i)\b` + regexp.QuoteMeta(name) + `\b`)
+					_, line := match(text, named)
 					if line == "" {
 						continue
 					}
 					r, ok := pick(s.Packages.Command(name), indexSource(s.Packages))
-					if !ok || slices.Contains(a.Contract.SystemPackages, r.pkg) {
+					if !ok {
+						continue
+					}
+					if slices.Contains(a.Contract.SystemPackages, r.pkg) {
+						if d, ok := needsProgram(s, named, name, m[1], e); ok {
+							return []Delta{d}
+						}
 						continue
 					}
 					return []Delta{{
@@ -334,6 +341,51 @@ func installerScript(s *Situation) []Delta {
 		}
 	}
 	return nil
+}
+
+// needsProgram quarantines the failed tests that still name a program CI
+// installs by script once Debian's package of it is installed: they need
+// the program as the script installs it, another release, from a host the
+// replay cannot reach. A failed test whose failed subtests are all
+// quarantined goes with them; any other failure keeps failing.
+func needsProgram(s *Situation, named *regexp.Regexp, name, url string, e discover.Evidence) (Delta, bool) {
+	a := s.Attempt
+	var ops []Op
+	out := map[string]bool{}
+	for _, t := range a.Tests {
+		if _, line := match(t.Output, named); t.Status == results.Failed && line != "" {
+			out[t.Package+"\x00"+t.Name] = true
+			ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{
+				Test: t.Name, Package: t.Package, Why: contract.WhyNeedsProgram, Evidence: s.cite(line),
+			}})
+		}
+	}
+	if len(ops) == 0 {
+		return Delta{}, false
+	}
+	for _, t := range a.Tests {
+		if t.Status != results.Failed || out[t.Package+"\x00"+t.Name] {
+			continue
+		}
+		sub, all := false, true
+		for _, u := range a.Tests {
+			if u.Status == results.Failed && u.Package == t.Package && strings.HasPrefix(u.Name, t.Name+"/") {
+				sub = true
+				all = all && out[u.Package+"\x00"+u.Name]
+			}
+		}
+		if sub && all {
+			ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{
+				Test: t.Name, Package: t.Package, Why: contract.WhyNeedsProgram,
+				Evidence: fmt.Sprintf("attempt %d, step %s: its failed subtests need %s", a.N, a.StepRef(), name),
+			}})
+		}
+	}
+	return Delta{
+		Reason:   fmt.Sprintf("%d test(s) still fail naming %s with Debian's package of it installed: they need %s as CI installs it with %s (%s), which this machine cannot reach", len(ops), name, name, url, e.Ref()),
+		Evidence: ops[0].Test.Evidence,
+		Ops:      ops,
+	}, true
 }
 
 // unknownPackageRes find a system package apt cannot install because the

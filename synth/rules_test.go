@@ -605,3 +605,41 @@ func TestInstallerForms(t *testing.T) {
 		}
 	}
 }
+
+// With Debian's package of a program CI installs by script already in the
+// contract, the tests that still fail naming it need the script's release:
+// they are quarantined, a parent whose failed subtests all are goes with
+// them, and a failure that does not name it stays.
+func TestInstallerScriptQuarantinesWhatDebiansPackageDoesNot(t *testing.T) {
+	ev := &discover.Result{Evidence: []discover.Evidence{
+		{Kind: discover.KindGHARun, Path: ".github/workflows/ci.yml", Line: 20, Facts: map[string]string{"run": "curl -sS https://raw.githubusercontent.com/ajeetdsouza/zoxide/main/install.sh | bash"}},
+	}}
+	c := draft()
+	c.SystemPackages = []string{"zoxide"}
+	tests := []results.Test{
+		{Package: "example.com/a", Name: "TestJump", Status: results.Failed},
+		{Package: "example.com/a", Name: "TestJump/tracking", Status: results.Failed, Output: "jump_test.go:67: Condition never satisfied: dir2 should be found by zoxide\n"},
+		{Package: "example.com/a", Name: "TestJump/open", Status: results.Passed},
+		{Package: "example.com/a", Name: "TestSort", Status: results.Failed, Output: "sort_test.go:9: got [b a]\n"},
+	}
+	a := &Attempt{N: 4, Contract: c, Stage: "verify", Failure: &traces.Failure{Class: traces.TestFailure}, Tests: tests}
+	ds := installerScript(&Situation{Attempt: a, Evidence: ev, Packages: excerpt(t)})
+	if len(ds) != 1 {
+		t.Fatalf("deltas %+v, want one", ds)
+	}
+	var got []string
+	for _, op := range ds[0].Ops {
+		if op.Kind != Quarantine || op.Test.Why != contract.WhyNeedsProgram {
+			t.Fatalf("op %+v, want a needs-program quarantine", op)
+		}
+		got = append(got, op.Test.Test)
+	}
+	if want := []string{"TestJump/tracking", "TestJump"}; !slices.Equal(got, want) {
+		t.Errorf("quarantined %v, want %v", got, want)
+	}
+	// Without the package installed the answer is the package, not a quarantine.
+	c.SystemPackages = nil
+	if ds := installerScript(&Situation{Attempt: a, Evidence: ev, Packages: excerpt(t)}); len(ds) != 1 || ds[0].Ops[0].Kind != AddSystemPackage {
+		t.Errorf("without zoxide installed: %+v", ds)
+	}
+}
