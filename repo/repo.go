@@ -33,7 +33,7 @@ type Snapshot struct {
 	// sha, from which a replay writes a checkout's one-commit .git.
 	CommitObject []byte
 	Tree         string
-	Worktree   bool
+	Worktree     bool
 	// Root is the absolute path of the repository on disk.
 	Root string
 }
