@@ -720,3 +720,20 @@ func TestStepEnvStaysWithItsStep(t *testing.T) {
 		t.Errorf("env = %v, want the workflow's FORCE_COLOR alone", c.Env)
 	}
 }
+
+func TestGoToolInstall(t *testing.T) {
+	for _, tc := range []struct{ uses, version, want string }{
+		{"go-task/setup-task@v2", "3.x", "GOTOOLCHAIN=auto go install github.com/go-task/task/v3/cmd/task@v3"},
+		{"arduino/setup-task@v2", "3.40.x", "GOTOOLCHAIN=auto go install github.com/go-task/task/v3/cmd/task@v3.40"},
+		{"go-task/setup-task@v1", "v3.40.1", "GOTOOLCHAIN=auto go install github.com/go-task/task/v3/cmd/task@v3.40.1"},
+		{"go-task/setup-task@v1", "", "GOTOOLCHAIN=auto go install github.com/go-task/task/v3/cmd/task@v3"},
+		{"go-task/setup-task@v1", "${{ matrix.task }}", ""},
+		{"go-task/setup-task@v1", "3.x || 4.x", ""},
+		{"actions/setup-go@v5", "1.22", ""},
+	} {
+		got, ok := goToolInstall(tc.uses, tc.version)
+		if got != tc.want || ok != (tc.want != "") {
+			t.Errorf("goToolInstall(%q, %q) = %q, %v; want %q", tc.uses, tc.version, got, ok, tc.want)
+		}
+	}
+}
