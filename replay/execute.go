@@ -23,7 +23,7 @@ import (
 // Paths inside replay containers.
 const (
 	workDir     = "/work"
-	srcDir      = "/work/src"
+	srcDir      = SrcDir
 	toolRoot    = "/opt/bootstrap"
 	caDir       = "/etc/ssl/certs"
 	caFile      = caDir + "/ca-certificates.crt"
@@ -37,6 +37,10 @@ const (
 	// contract stage, whose names start with a letter or digit.
 	prepareStage = "_prepare"
 )
+
+// SrcDir is where the steps of a replay find the repository: the paths a
+// failure names are under it.
+const SrcDir = "/work/src"
 
 // Labels put on everything a replay creates.
 const (

@@ -1093,6 +1093,9 @@ func toolDownload(s *Situation) []Delta {
 // package needs (from the proxy or directly).
 var goFetchRe = regexp.MustCompile(`(\S+@v\S+?):? (?:Get "https?://[^"]+"|reading https?://\S+|git ls-remote)[^\n]*(?:dial tcp|lookup|network is unreachable|Could not resolve host)`)
 
+// modfileRe finds the go.mod a go command was pointed at with -modfile.
+var modfileRe = regexp.MustCompile(`-modfile[= ](\S*?)/?go\.mod\b`)
+
 // moduleDownload answers a Go package that cannot build offline because
 // its module's dependencies were never downloaded: a repository of several
 // modules whose fetch stage downloaded the root's alone (a Makefile that
@@ -1117,6 +1120,17 @@ func moduleDownload(s *Situation) []Delta {
 		}
 	}
 	var dirs []string
+	// A tools module run with -modfile (go tool -modfile tools/go.mod
+	// gotestsum, go run -modfile=…): its own dependencies.
+	for _, m := range modfileRe.FindAllStringSubmatch(a.Log, -1) {
+		d := strings.TrimPrefix(strings.TrimPrefix(m[1], replay.SrcDir), "/")
+		if d == "" {
+			d = "."
+		}
+		if slices.ContainsFunc(mods, func(mod module) bool { return mod.dir == d }) && !slices.Contains(dirs, d) {
+			dirs = append(dirs, d)
+		}
+	}
 	for _, pkg := range unbuilt(a.Log) {
 		best := module{}
 		for _, m := range mods {

@@ -643,3 +643,19 @@ func TestInstallerScriptQuarantinesWhatDebiansPackageDoesNot(t *testing.T) {
 		t.Errorf("without zoxide installed: %+v", ds)
 	}
 }
+
+// A tools module run with go tool -modfile gets its own download.
+func TestModuleDownloadOfAToolsModule(t *testing.T) {
+	ev := &discover.Result{Evidence: []discover.Evidence{
+		{Kind: discover.KindGoMod, Path: "go.mod", Line: 1, Facts: map[string]string{"module": "example.com/c"}},
+		{Kind: discover.KindGoMod, Path: "internal/tools/go.mod", Line: 1, Facts: map[string]string{"module": "example.com/c/internal/tools"}},
+	}}
+	log := "go tool -modfile /work/src/internal/tools/go.mod gotestsum \\\n\t--packages=\"./...\" -- -race ./...\n" +
+		"go: downloading gotest.tools/gotestsum v1.13.0\n" +
+		"gotest.tools/gotestsum: gotest.tools/gotestsum@v1.13.0: Get \"https://proxy.golang.org/gotest.tools/gotestsum/@v/v1.13.0.zip\": dial tcp: lookup proxy.golang.org on 10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable\n"
+	a := &Attempt{N: 1, Contract: draft(), Stage: "verify", Failure: &traces.Failure{Class: traces.NetworkNeeded}, Log: log}
+	ds := moduleDownload(&Situation{Attempt: a, Evidence: ev})
+	if len(ds) != 1 || len(ds[0].Ops) != 1 || ds[0].Ops[0].Step.Run != "go mod download" || ds[0].Ops[0].Step.Cwd != "internal/tools" {
+		t.Fatalf("deltas %+v, want go mod download in internal/tools", ds)
+	}
+}
