@@ -194,6 +194,15 @@ func match(log string, res ...*regexp.Regexp) (sub, line string) {
 	return "", ""
 }
 
+// lastLine is the last line of log that re matches, or "".
+func lastLine(log string, re *regexp.Regexp) string {
+	locs := re.FindAllStringIndex(log, -1)
+	if len(locs) == 0 {
+		return ""
+	}
+	return lineAt(log, locs[len(locs)-1][0])
+}
+
 func lineAt(log string, at int) string {
 	start := strings.LastIndexByte(log[:at], '\n') + 1
 	end := strings.IndexByte(log[at:], '\n')
@@ -353,7 +362,9 @@ func needsProgram(s *Situation, named *regexp.Regexp, name, url string, e discov
 	var ops []Op
 	out := map[string]bool{}
 	for _, t := range a.Tests {
-		if _, line := match(t.Output, named); t.Status == results.Failed && line != "" {
+		// The runner's report of the failure ends a test's output; the
+		// program's name earlier may be the project's own logging.
+		if line := lastLine(t.Output, named); t.Status == results.Failed && line != "" {
 			out[t.Package+"\x00"+t.Name] = true
 			ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{
 				Test: t.Name, Package: t.Package, Why: contract.WhyNeedsProgram, Evidence: s.cite(line),

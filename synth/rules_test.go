@@ -618,7 +618,7 @@ func TestInstallerScriptQuarantinesWhatDebiansPackageDoesNot(t *testing.T) {
 	c.SystemPackages = []string{"zoxide"}
 	tests := []results.Test{
 		{Package: "example.com/a", Name: "TestJump", Status: results.Failed},
-		{Package: "example.com/a", Name: "TestJump/tracking", Status: results.Failed, Output: "jump_test.go:67: Condition never satisfied: dir2 should be found by zoxide\n"},
+		{Package: "example.com/a", Name: "TestJump/tracking", Status: results.Failed, Output: "level=DEBUG msg=\"zoxide.Model update\"\njump_test.go:67: Condition never satisfied: dir2 should be found by zoxide\n"},
 		{Package: "example.com/a", Name: "TestJump/open", Status: results.Passed},
 		{Package: "example.com/a", Name: "TestSort", Status: results.Failed, Output: "sort_test.go:9: got [b a]\n"},
 	}
@@ -636,6 +636,9 @@ func TestInstallerScriptQuarantinesWhatDebiansPackageDoesNot(t *testing.T) {
 	}
 	if want := []string{"TestJump/tracking", "TestJump"}; !slices.Equal(got, want) {
 		t.Errorf("quarantined %v, want %v", got, want)
+	}
+	if ev := ds[0].Ops[0].Test.Evidence; !strings.HasSuffix(ev, "dir2 should be found by zoxide") {
+		t.Errorf("evidence %q, want the test's own failure line", ev)
 	}
 	// Without the package installed the answer is the package, not a quarantine.
 	c.SystemPackages = nil
