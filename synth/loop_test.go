@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/discover"
 	"github.com/bootstrap-dev/bootstrap/results"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
@@ -293,5 +294,27 @@ func TestLoopDiagnosisNamesTheAnsweredFailure(t *testing.T) {
 	}
 	if strings.Contains(out.Diagnosis, "no rule knows") {
 		t.Errorf("diagnosis blames the answered failure: %s", out.Diagnosis)
+	}
+}
+
+// A test failure a rule answers gets its repair at once: the identical
+// rerun is for what no rule explains.
+func TestLoopAnsweredTestFailureIsNotRerun(t *testing.T) {
+	ev := &discover.Result{Evidence: []discover.Evidence{
+		{Kind: discover.KindGHAEnv, Path: ".github/workflows/ci.yml", Line: 7, Facts: map[string]string{"name": "APP_MODE", "value": "test"}},
+	}}
+	sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
+		if c.Env["APP_MODE"] == "" {
+			return fail("verify", traces.TestFailure, "--- FAIL: TestMode (0.00s)\n    mode_test.go:9: environment variable APP_MODE is not set\n",
+				results.Test{Package: "p", Name: "TestMode", Status: results.Failed, Output: "mode_test.go:9: environment variable APP_MODE is not set"})
+		}
+		return pass(results.Test{Package: "p", Name: "TestMode", Status: results.Passed})
+	}}
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t))).Run(context.Background(), draft(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Verified || !slices.Equal(sim.calls, []bool{false, false, true}) || len(out.Deltas) != 1 || out.Deltas[0].Rule != "missing-env" {
+		t.Fatalf("verified=%v calls=%v deltas=%+v", out.Verified, sim.calls, out.Deltas)
 	}
 }

@@ -185,10 +185,12 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 			cur = a.Contract // pins (digests, hashes) written back by the replay
 		}
 		out.Contract = cur
-		if a.Failure != nil && a.Failure.Class == traces.TestFailure && !rerun[d] && len(failedTests(a.Tests)) > 0 && !setupMissing(a) {
+		if a.Failure != nil && a.Failure.Class == traces.TestFailure && !rerun[d] && len(failedTests(a.Tests)) > 0 && !setupMissing(a) &&
+			!l.answered(cur, &Situation{Attempt: a, History: out.Attempts, Evidence: ev, Resolve: l.resolve, Packages: l.packages}, tried) {
 			// An identical rerun, from scratch: tests that pass once and
 			// fail once are flaky. A failure seen only in a resumed state
-			// is not flakiness, and is not quarantined.
+			// is not flakiness, and is not quarantined. One a rule answers
+			// is not luck, and gets its repair without a rerun first.
 			rerun[d] = true
 			l.fresh(ctx)
 			n++
@@ -376,26 +378,47 @@ func (l *Loop) revise(ctx context.Context, cur *contract.Contract, sit *Situatio
 	return nil, false
 }
 
-// try applies d and runs the sanity check; a rejected delta is logged with why.
-func (l *Loop) try(cur *contract.Contract, d Delta, n int, tried map[string]bool, out *Outcome) (*contract.Contract, bool) {
-	reject := func(why string) (*contract.Contract, bool) {
-		out.Deltas = append(out.Deltas, Logged{Delta: d, Attempt: n, Why: why})
-		l.say("  rejected %s: %s (%s)", d.Rule, d.Reason, why)
-		return nil, false
+// answered says a rule has a delta for the situation that the loop would
+// accept; nothing is logged.
+func (l *Loop) answered(cur *contract.Contract, sit *Situation, tried map[string]bool) bool {
+	for _, r := range Rules {
+		for _, d := range r.Propose(sit) {
+			d.Rule = r.Name
+			if _, why := acceptable(cur, d, sit.History, tried); why == "" {
+				return true
+			}
+		}
 	}
+	return false
+}
+
+// acceptable applies d and runs the sanity check: the next contract, or
+// why d is rejected.
+func acceptable(cur *contract.Contract, d Delta, attempts []*Attempt, tried map[string]bool) (*contract.Contract, string) {
 	next, err := Apply(cur, d)
 	if err != nil {
-		return reject(err.Error())
+		return nil, err.Error()
 	}
 	if err := check(cur, next, d.Rule == "working-directory", d.Rule == "drop-step" && strings.Contains(d.Evidence, "attempt ")); err != nil {
-		return reject(err.Error())
+		return nil, err.Error()
 	}
-	if t := unseenFailure(cur, next, out.Attempts); t != "" {
-		return reject(fmt.Sprintf("rejected: quarantines %s, which no attempt saw fail", t))
+	if t := unseenFailure(cur, next, attempts); t != "" {
+		return nil, fmt.Sprintf("rejected: quarantines %s, which no attempt saw fail", t)
 	}
 	dg, _ := contract.Digest(next)
 	if tried[dg] {
-		return reject("this contract was already tried")
+		return nil, "this contract was already tried"
+	}
+	return next, ""
+}
+
+// try applies d and runs the sanity check; a rejected delta is logged with why.
+func (l *Loop) try(cur *contract.Contract, d Delta, n int, tried map[string]bool, out *Outcome) (*contract.Contract, bool) {
+	next, why := acceptable(cur, d, out.Attempts, tried)
+	if why != "" {
+		out.Deltas = append(out.Deltas, Logged{Delta: d, Attempt: n, Why: why})
+		l.say("  rejected %s: %s (%s)", d.Rule, d.Reason, why)
+		return nil, false
 	}
 	diff := Diff(cur, next)
 	out.Deltas = append(out.Deltas, Logged{Delta: d, Attempt: n, Accepted: true, Diff: diff})
