@@ -352,6 +352,37 @@ func installerScript(s *Situation) []Delta {
 	return nil
 }
 
+// parents quarantines, for the same reason, each failed test whose failed
+// subtests the ops quarantine, all of them: go test fails a parent with
+// its subtests, and the cause (a dial error, a program's message) is in
+// theirs, not its own output.
+func parents(a *Attempt, ops []Op, why, what string) []Op {
+	in := map[string]bool{}
+	for _, op := range ops {
+		in[op.Test.Package+"\x00"+op.Test.Test] = true
+	}
+	var out []Op
+	for _, t := range a.Tests {
+		if t.Status != results.Failed || in[t.Package+"\x00"+t.Name] {
+			continue
+		}
+		sub, all := false, true
+		for _, u := range a.Tests {
+			if u.Status == results.Failed && u.Package == t.Package && strings.HasPrefix(u.Name, t.Name+"/") {
+				sub = true
+				all = all && in[u.Package+"\x00"+u.Name]
+			}
+		}
+		if sub && all {
+			out = append(out, Op{Kind: Quarantine, Test: &contract.Quarantined{
+				Test: t.Name, Package: t.Package, Why: why,
+				Evidence: fmt.Sprintf("attempt %d, step %s: its failed subtests need %s", a.N, a.StepRef(), what),
+			}})
+		}
+	}
+	return out
+}
+
 // needsProgram quarantines the failed tests that still name a program CI
 // installs by script once Debian's package of it is installed: they need
 // the program as the script installs it, another release, from a host the
@@ -360,12 +391,10 @@ func installerScript(s *Situation) []Delta {
 func needsProgram(s *Situation, named *regexp.Regexp, name, url string, e discover.Evidence) (Delta, bool) {
 	a := s.Attempt
 	var ops []Op
-	out := map[string]bool{}
 	for _, t := range a.Tests {
 		// The runner's report of the failure ends a test's output; the
 		// program's name earlier may be the project's own logging.
 		if line := lastLine(t.Output, named); t.Status == results.Failed && line != "" {
-			out[t.Package+"\x00"+t.Name] = true
 			ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{
 				Test: t.Name, Package: t.Package, Why: contract.WhyNeedsProgram, Evidence: s.cite(line),
 			}})
@@ -374,24 +403,7 @@ func needsProgram(s *Situation, named *regexp.Regexp, name, url string, e discov
 	if len(ops) == 0 {
 		return Delta{}, false
 	}
-	for _, t := range a.Tests {
-		if t.Status != results.Failed || out[t.Package+"\x00"+t.Name] {
-			continue
-		}
-		sub, all := false, true
-		for _, u := range a.Tests {
-			if u.Status == results.Failed && u.Package == t.Package && strings.HasPrefix(u.Name, t.Name+"/") {
-				sub = true
-				all = all && out[u.Package+"\x00"+u.Name]
-			}
-		}
-		if sub && all {
-			ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{
-				Test: t.Name, Package: t.Package, Why: contract.WhyNeedsProgram,
-				Evidence: fmt.Sprintf("attempt %d, step %s: its failed subtests need %s", a.N, a.StepRef(), name),
-			}})
-		}
-	}
+	ops = append(ops, parents(a, ops, contract.WhyNeedsProgram, name)...)
 	return Delta{
 		Reason:   fmt.Sprintf("%d test(s) still fail naming %s with Debian's package of it installed: they need %s as CI installs it with %s (%s), which this machine cannot reach", len(ops), name, name, url, e.Ref()),
 		Evidence: ops[0].Test.Evidence,
@@ -1289,6 +1301,7 @@ func networkInTest(s *Situation) []Delta {
 	if len(ops) == 0 {
 		return nil
 	}
+	ops = append(ops, parents(a, ops, contract.WhyNeedsNetwork, "the network")...)
 	return []Delta{{
 		Reason:   fmt.Sprintf("%d test(s) need the network, which verification does not have", len(ops)),
 		Evidence: s.cite(firstLine(a.Failure.Lines)),

@@ -662,3 +662,29 @@ func TestModuleDownloadOfAToolsModule(t *testing.T) {
 		t.Fatalf("deltas %+v, want go mod download in internal/tools", ds)
 	}
 }
+
+// A parent test that failed only through its subtests is quarantined with
+// them, for their reason; one with a failed subtest left is not.
+func TestNetworkInTestTakesTheParent(t *testing.T) {
+	dial := `builder_test.go:60: go: module x: Get "https://proxy.golang.org/x/@v/list": dial tcp: lookup proxy.golang.org: network is unreachable`
+	tests := []results.Test{
+		{Package: "b", Name: "TestBuild", Status: results.Failed},
+		{Package: "b", Name: "TestBuild/tags", Status: results.Failed, Output: dial},
+		{Package: "b", Name: "TestBuild/plain", Status: results.Passed},
+		{Package: "b", Name: "TestInit", Status: results.Failed},
+		{Package: "b", Name: "TestInit/abs", Status: results.Failed, Output: dial},
+		{Package: "b", Name: "TestInit/rel", Status: results.Failed, Output: "init_test.go:9: got 2 files, want 3"},
+	}
+	a := &Attempt{N: 3, Contract: draft(), Stage: "verify", Failure: &traces.Failure{Class: traces.NetworkNeeded, Lines: []string{dial}}, Tests: tests}
+	ds := networkInTest(&Situation{Attempt: a})
+	if len(ds) != 1 {
+		t.Fatalf("deltas %+v", ds)
+	}
+	var got []string
+	for _, op := range ds[0].Ops {
+		got = append(got, op.Test.Test+" "+op.Test.Why)
+	}
+	if want := []string{"TestBuild/tags needs-network", "TestInit/abs needs-network", "TestBuild needs-network"}; !slices.Equal(got, want) {
+		t.Errorf("quarantined %q, want %q", got, want)
+	}
+}
