@@ -147,12 +147,8 @@ func (s *scripts) reaches(run, dir string, depth int, want func(w []string) bool
 	tool := w[0][strings.LastIndexByte(w[0], '/')+1:]
 	var bodies []string
 	switch tool {
-	case "make", "gmake":
-		targets, sub := makeTargets(w[1:])
-		key := dir
-		if sub != "" {
-			key = path.Join(dir, sub)
-		}
+	case "make", "gmake", "task":
+		key, targets := targetKey(tool, w[1:], dir)
 		for _, t := range targets {
 			bodies = append(bodies, strings.Split(s.make[key][t], "\n")...)
 		}
@@ -577,9 +573,9 @@ func (s *scripts) denoKind(args []string, dir string, depth int) verdict {
 	return verdict{kindBuild, ""}
 }
 
-// target reads "make test", "task lint", "just build": the recipe decides,
-// else the target's name.
-func (s *scripts) target(tool string, args []string, dir string, depth int) verdict {
+// targetKey is where s.make holds the recipes of a make or task command
+// started in dir (make -C sub: sub's), with the targets it names.
+func targetKey(tool string, args []string, dir string) (string, []string) {
 	key := dir
 	if tool == "task" {
 		key = dir + "\x00task"
@@ -588,6 +584,13 @@ func (s *scripts) target(tool string, args []string, dir string, depth int) verd
 	if sub != "" {
 		key = path.Join(dir, sub)
 	}
+	return key, targets
+}
+
+// target reads "make test", "task lint", "just build": the recipe decides,
+// else the target's name.
+func (s *scripts) target(tool string, args []string, dir string, depth int) verdict {
+	key, targets := targetKey(tool, args, dir)
 	if len(targets) == 0 {
 		return verdict{kindBuild, "the default target builds"}
 	}
