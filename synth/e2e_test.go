@@ -319,8 +319,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-missing-env", verified: true, rules: []string{"missing-env"},
-			// fail, identical rerun fails the same way, warm pass, cold pass
-			attempts: 4,
+			// fail (missing-env answers it: no identical rerun), warm pass, cold pass
+			attempts: 3,
 			check: func(t *testing.T, r e2eRun) {
 				if _, ok := r.draft.Env["APP_MODE"]; ok {
 					t.Fatal("the draft already sets APP_MODE; the fixture tests nothing")
@@ -526,9 +526,9 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-installer-script", verified: true, rules: []string{"installer-script", "installer-script"},
-			// TestExport fails saying direnv is unavailable (no "not found"), the identical rerun too; with Debian's direnv
-			// TestLayout fails naming direnv, and its identical rerun; quarantined, the warm pass, then the cold one
-			attempts: 6,
+			// TestExport fails saying direnv is unavailable (no "not found"); with Debian's direnv TestLayout fails
+			// naming direnv (each answered, so no identical rerun); quarantined, the warm pass, then the cold one
+			attempts: 4,
 			check: func(t *testing.T, r e2eRun) {
 				if slices.Contains(r.draft.SystemPackages, "direnv") {
 					t.Fatal("the draft already has direnv; the fixture tests nothing")
