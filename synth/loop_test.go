@@ -318,3 +318,22 @@ func TestLoopAnsweredTestFailureIsNotRerun(t *testing.T) {
 		t.Fatalf("verified=%v calls=%v deltas=%+v", out.Verified, sim.calls, out.Deltas)
 	}
 }
+
+// warmThenHang passes warm, with caches found, and hangs in the cold replay.
+type warmThenHang struct{}
+
+func (warmThenHang) Verify(ctx context.Context, _ *contract.Contract, _ int, cold bool) (*Attempt, error) {
+	if !cold {
+		return pass(results.Test{Name: "TestA", Status: results.Passed}), nil
+	}
+	return hangingVerifier{}.Verify(ctx, nil, 0, cold)
+}
+
+// A warm pass whose cold confirmation the budget stops is not reported as
+// the failure an earlier replay had.
+func TestLoopBudgetStopsTheColdConfirmation(t *testing.T) {
+	out, err := New(warmThenHang{}, WithBudget(Budget{Wall: 50 * time.Millisecond})).Run(context.Background(), draft(), nil)
+	if err != nil || out.Verified || !strings.Contains(out.Diagnosis, "ran out during replay 2") || !strings.Contains(out.Diagnosis, "Replay 1 passed with the caches of earlier ones") {
+		t.Fatalf("err=%v verified=%v diagnosis=%q", err, out.Verified, out.Diagnosis)
+	}
+}

@@ -527,6 +527,11 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 		b.WriteString(stop)
 		b.WriteString(". ")
 	}
+	if n := len(out.Attempts); n > 0 && out.Attempts[n-1].Pass {
+		// What failed before was repaired; what is missing is the proof.
+		fmt.Fprintf(&b, "Replay %d passed with the caches of earlier ones; the cold replay that would confirm it did not finish.", out.Attempts[n-1].N)
+		return b.String()
+	}
 	if last == nil || last.Failure == nil {
 		return strings.TrimSpace(b.String())
 	}
