@@ -688,15 +688,18 @@ func cacheProducer(o *ciJob, restore int, paths string) (producer, bool) {
 		return producer{}, false
 	}
 	for i, s := range o.steps {
-		if s.ev.Kind != discover.KindGHAUses || cachePaths(s.ev.Facts["with.path"]) != paths {
+		if s.ev.Kind != discover.KindGHAUses {
 			continue
 		}
+		upload := -1
 		switch u := s.uses(); {
 		case strings.HasPrefix(u, "actions/cache@"):
-			// Saved when the job ends, with all its steps' work.
-			return producer{job: o, upload: len(o.steps), download: restore, cache: true}, true
+			upload = len(o.steps) // saved when the job ends, with all its steps' work
 		case strings.HasPrefix(u, "actions/cache/save@"):
-			return producer{job: o, upload: i, download: restore, cache: true}, true
+			upload = i
+		}
+		if upload >= 0 && cachePaths(s.ev.Facts["with.path"]) == paths {
+			return producer{job: o, upload: upload, download: restore, cache: true}, true
 		}
 	}
 	return producer{}, false
@@ -855,8 +858,8 @@ func (p *run) planUses(j *ciJob, s ciStep, ctx exprCtx) {
 		p.ciSetup[tool] = setupSpec{spec: v, ev: *s.setup}
 		return
 	}
-	if run, ok := goToolInstall(s.uses(), s.ev.Facts["with.version"]); ok {
-		p.addKind(run, "", kindFetch, s.ev, s.ev.Line, fmt.Sprintf("CI job %s sets up %s with %s (version %q); the program is a Go module, installed at that version", j.ref(), path.Base(strings.SplitN(strings.Fields(run)[3], "@", 2)[0]), s.uses(), cmp.Or(s.ev.Facts["with.version"], "the newest")))
+	if run, prog, ok := goToolInstall(s.uses(), s.ev.Facts["with.version"]); ok {
+		p.addKind(run, "", kindFetch, s.ev, s.ev.Line, fmt.Sprintf("CI job %s sets up %s with %s (version %q); the program is a Go module, installed at that version", j.ref(), prog, s.uses(), cmp.Or(s.ev.Facts["with.version"], "the newest")))
 		return
 	}
 	p.skip("ci action", s.uses(), s.ev, actionReason(s.uses()))
@@ -872,26 +875,26 @@ var goToolActions = map[string]struct{ pkg, major string }{
 }
 
 // goToolInstall is the go install of a goToolActions action at its
-// version input: "3.x" is the newest v3, "3.40.1" that release, none the
-// newest of the major version the package path names.
-func goToolInstall(uses, version string) (string, bool) {
+// version input ("3.x" is the newest v3, "3.40.1" that release, none the
+// newest of the major version the package path names), and the program.
+func goToolInstall(uses, version string) (run, program string, ok bool) {
 	t, ok := goToolActions[strings.ToLower(strings.SplitN(uses, "@", 2)[0])]
 	if !ok || strings.Contains(version, "${{") {
-		return "", false
+		return "", "", false
 	}
 	v := strings.TrimSuffix(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(version), "v"), ".x"), ".x")
 	switch {
 	case v == "" || v == "latest":
 		v = cmp.Or(t.major, "latest")
 	case strings.Trim(v, "0123456789.") != "":
-		return "", false
+		return "", "", false
 	default:
 		v = "v" + v
 	}
 	// The tool's own go directive picks the Go that builds it (the go
 	// command fetches that release from the module proxy, checked against
 	// the checksum database): the project's toolchain stays the project's.
-	return "GOTOOLCHAIN=auto go install " + t.pkg + "@" + v, true
+	return "GOTOOLCHAIN=auto go install " + t.pkg + "@" + v, path.Base(t.pkg), true
 }
 
 // containerVersion reads the toolchain a job's container image carries

@@ -921,8 +921,8 @@ func nameKind(name string) (kind, bool) {
 	switch {
 	case has("check", "checks") || strings.HasPrefix(n, "verify-") || strings.Contains(n, "type-check"):
 		return kindLint, true
-	case has("install", "deps", "bootstrap", "setup", "download", "vendor") || slices.ContainsFunc(tokens, func(t string) bool { return strings.HasSuffix(t, "download") }):
-		// gomoddownload, moddownload: names run together.
+	case has("install", "deps", "bootstrap", "setup", "vendor") || slices.ContainsFunc(tokens, func(t string) bool { return strings.HasSuffix(t, "download") }):
+		// download, and names run together with it: gomoddownload.
 		return kindFetch, true
 	case has("build", "compile", "bundle", "prepare", "generate", "dist"):
 		return kindBuild, true

@@ -731,9 +731,9 @@ func TestGoToolInstall(t *testing.T) {
 		{"go-task/setup-task@v1", "3.x || 4.x", ""},
 		{"actions/setup-go@v5", "1.22", ""},
 	} {
-		got, ok := goToolInstall(tc.uses, tc.version)
-		if got != tc.want || ok != (tc.want != "") {
-			t.Errorf("goToolInstall(%q, %q) = %q, %v; want %q", tc.uses, tc.version, got, ok, tc.want)
+		got, prog, ok := goToolInstall(tc.uses, tc.version)
+		if got != tc.want || ok != (tc.want != "") || ok && prog != "task" {
+			t.Errorf("goToolInstall(%q, %q) = %q, %q, %v; want %q", tc.uses, tc.version, got, prog, ok, tc.want)
 		}
 	}
 }

@@ -23,7 +23,7 @@ type Test struct {
 // Report is what could be read from one step's output.
 type Report struct {
 	// Format names the parser that recognised the output ("go-json", "go-v",
-	// "gotestsum", "tap", "junit", "mocha", "jest", "node-test", "bun", "playwright", "deno"); empty when none did.
+	// "gotestsum", "tap", "junit", "mocha", "jest", "vitest", "node-test", "bun", "playwright", "deno"); empty when none did.
 	Format  string `json:"format,omitempty"`
 	Tests   []Test `json:"tests,omitempty"`
 	Passed  int    `json:"passed"`

@@ -1083,17 +1083,13 @@ func toolDownload(s *Situation) []Delta {
 	if si < 0 || c.Stages[si].Network || a.Failure == nil || a.Failure.Class != traces.NetworkNeeded {
 		return nil
 	}
-	fi := stageIndex(c, "fetch")
 	var ops []Op
 	line := ""
-	at := 0
-	if fi >= 0 {
-		at = len(c.Stages[fi].Steps)
-	}
+	at := fetchEnd(c)
 	for _, m := range goToolRe.FindAllStringSubmatchIndex(a.Log, -1) {
 		pkg, version := a.Log[m[2]:m[3]], a.Log[m[4]:m[5]]
 		run := "go install " + pkg + "@" + version
-		if fi >= 0 && hasRun(c.Stages[fi].Steps, run) || slices.ContainsFunc(ops, func(o Op) bool { return o.Step.Run == run }) {
+		if hasFetch(c, run, "") || slices.ContainsFunc(ops, func(o Op) bool { return o.Step.Run == run }) {
 			continue
 		}
 		l := lineAt(a.Log, m[0])
@@ -1166,10 +1162,7 @@ func moduleDownload(s *Situation) []Delta {
 		}
 	}
 	var ops []Op
-	at := 0
-	if fi := stageIndex(c, "fetch"); fi >= 0 {
-		at = len(c.Stages[fi].Steps)
-	}
+	at := fetchEnd(c)
 	for _, d := range dirs {
 		cwd := ""
 		if d != "." {
@@ -1533,13 +1526,17 @@ func memory(s *Situation) []Delta {
 const DefaultStepTimeout = 30 * time.Minute
 
 func insertFetch(s *Situation, run, cwd, line, reason string) Delta {
-	c := s.Attempt.Contract
-	idx := 0
-	if si := stageIndex(c, "fetch"); si >= 0 {
-		idx = len(c.Stages[si].Steps)
-	}
 	st := &contract.Step{Run: run, Cwd: cwd, Evidence: s.cite(line), Source: contract.SourceRepair, Confidence: 0.6, Reason: reason}
-	return Delta{Reason: reason, Evidence: st.Evidence, Ops: []Op{{Kind: InsertStep, Stage: "fetch", Index: idx, Step: st}}}
+	return Delta{Reason: reason, Evidence: st.Evidence, Ops: []Op{{Kind: InsertStep, Stage: "fetch", Index: fetchEnd(s.Attempt.Contract), Step: st}}}
+}
+
+// fetchEnd is where a repair's download goes: after the fetch stage's last
+// step, or first in a fetch stage the insert creates.
+func fetchEnd(c *contract.Contract) int {
+	if si := stageIndex(c, "fetch"); si >= 0 {
+		return len(c.Stages[si].Steps)
+	}
+	return 0
 }
 
 func hasFetch(c *contract.Contract, run, cwd string) bool {
