@@ -70,7 +70,7 @@ type Row struct {
 	Source   string   `json:"source"`
 	Rev      string   `json:"rev,omitempty"`
 	Verified bool     `json:"verified"`
-	Attempts int      `json:"attempts"`
+	Attempts int      `json:"attempts"` // replays, not counting attempts judged again without one
 	Seconds  float64  `json:"seconds"`
 	Tokens   int      `json:"tokens"`
 	Repairs  []string `json:"repairs,omitempty"` // rules of accepted deltas, in order
@@ -112,7 +112,7 @@ func Run(ctx context.Context, entries []Entry, work string, fn Synthesize, progr
 		}
 		row.Seconds = time.Since(start).Seconds()
 		if o != nil {
-			row.Verified, row.Attempts, row.Tokens, row.Diagnosis = o.Verified, len(o.Attempts), o.Tokens, o.Diagnosis
+			row.Verified, row.Attempts, row.Tokens, row.Diagnosis = o.Verified, o.Replays(), o.Tokens, o.Diagnosis
 			if n := len(o.Attempts); n > 0 && !o.Verified && o.Attempts[n-1] != nil && o.Attempts[n-1].Failure != nil {
 				row.Class = string(o.Attempts[n-1].Failure.Class)
 			}

@@ -93,6 +93,11 @@ func digests(c *contract.Contract, snap *repo.Snapshot, tree, ca, present string
 	for _, t := range c.Toolchains {
 		m["toolchain:"+t.Name] = t.Hash
 	}
+	return keyed(m)
+}
+
+// keyed adds "key" to the inputs m, the digest of all the others.
+func keyed(m map[string]string) (map[string]string, error) {
 	all, err := json.Marshal(m) // map keys are sorted: a stable encoding
 	if err != nil {
 		return nil, fmt.Errorf("encoding inputs: %w", err)

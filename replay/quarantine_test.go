@@ -1,12 +1,17 @@
 package replay_test
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"testing/fstest"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
 
@@ -81,4 +86,62 @@ func TestCompoundOrUnattributedFailuresAreNotExcused(t *testing.T) {
 			t.Errorf("%s: verdict %s, want fail", name, res.Verdict)
 		}
 	}
+}
+
+// TestMakeThatStopsIsNotExcused: make starts no target after a recipe
+// fails, so the tests of the targets it never started did not run; only a
+// make that keeps going (-k, or k in MAKEFLAGS) is excused, and then the
+// later target has run.
+func TestMakeThatStopsIsNotExcused(t *testing.T) {
+	q := []contract.Quarantined{{Test: "TestRemote", Package: "example.com/a", Why: contract.WhyNeedsNetwork, Evidence: "attempt 1, step verify/1: dial tcp"}}
+	snap := makeSnapshot()
+	for _, tc := range []struct {
+		run  string
+		env  map[string]string
+		want string
+	}{
+		{run: "make test", want: traces.Fail},
+		{run: "make -j4 test", want: traces.Fail},
+		{run: "make -kj4 test", want: traces.Pass},
+		{run: "make --keep-going test", want: traces.Pass},
+		{run: "make test", env: map[string]string{"MAKEFLAGS": "k"}, want: traces.Pass},
+	} {
+		e := newEngine(t)
+		c := testContract(tc.run)
+		c.Env = tc.env
+		c.Quarantine = q
+		res, _ := runIn(t, replay.New(replay.WithEngine(e), replay.WithClock(fixedClock())), c, snap)
+		if res.Verdict != tc.want {
+			t.Errorf("%s %v: verdict %s, want %s", tc.run, tc.env, res.Verdict, tc.want)
+		}
+		log, err := os.ReadFile(filepath.Join(filepath.Dir(res.TracePath), "logs", "verify-1.log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Under -j whether b started before a failed is a race: the verdict
+		// stays fail either way.
+		if ran := strings.Contains(string(log), "target b ran"); ran != (tc.want == traces.Pass) && !strings.Contains(tc.run, "-j") {
+			t.Errorf("%s %v: target b ran %v:\n%s", tc.run, tc.env, ran, log)
+		}
+	}
+}
+
+// makeSnapshot is snapshot() with a Makefile whose target test makes a,
+// which fails like go test (goTestOutput), then b.
+func makeSnapshot() *repo.Snapshot {
+	snap := snapshot()
+	snap.FS.(fstest.MapFS)["Makefile"] = &fstest.MapFile{Data: []byte("test: a b\na:\n\t@sh out.sh\nb:\n\t@echo target b ran\n")}
+	snap.FS.(fstest.MapFS)["out.sh"] = &fstest.MapFile{Data: []byte(goTestOutput + "\n")}
+	return snap
+}
+
+// runIn replays c against snap into a new directory.
+func runIn(t *testing.T, r *replay.Runner, c *contract.Contract, snap *repo.Snapshot) (*replay.Result, string) {
+	t.Helper()
+	out := t.TempDir()
+	res, err := r.Run(context.Background(), replay.Input{Contract: c, Snapshot: snap, OutDir: out})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, out
 }

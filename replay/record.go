@@ -98,6 +98,10 @@ type RunMetadata struct {
 	// ResumedFrom names the failed run whose state this warm replay
 	// resumed in; its verdict is never cached.
 	ResumedFrom string `json:"resumed_from,omitempty"`
+	// Rejudged says the verdict was reached from this run's trace under
+	// the contract's quarantine, revised after the run, which changes no
+	// command (Runner.Rejudge); it is never cached.
+	Rejudged bool `json:"rejudged,omitempty"`
 }
 
 func (c TestCounts) add(rep results.Report) TestCounts {

@@ -88,7 +88,7 @@ func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut 
 		if f != nil && !timedOut && !res.OOMKilled {
 			f = fromReport(f, rep)
 		}
-		if f != nil && !timedOut && excused(x.stepRun(stage, n), rep, x.contract.Quarantine) {
+		if f != nil && !timedOut && !StopsAtFirstFailure(x.stepRun(stage, n), x.contract.Env) && excused(x.stepRun(stage, n), rep, x.contract.Quarantine) {
 			e.Message = fmt.Sprintf("every failing test (%d) is quarantined; the step passes", rep.Failed)
 			f = nil
 		}
@@ -167,6 +167,59 @@ func excused(run string, rep results.Report, q []contract.Quarantined) bool {
 		}
 	}
 	return failed > 0 && failed >= rep.Failed
+}
+
+// StopsAtFirstFailure reports whether run is a make invocation that does not
+// keep going (-k, --keep-going, or k in MAKEFLAGS): after the first recipe
+// that fails, make starts no other target, so the tests of targets not yet
+// started never ran and a quarantine of the failed ones cannot excuse the
+// step.
+func StopsAtFirstFailure(run string, env map[string]string) bool {
+	words := strings.Fields(run)
+	for len(words) > 0 && strings.Contains(words[0], "=") {
+		words = words[1:] // VAR=value before the command
+	}
+	if len(words) == 0 || (words[0] != "make" && words[0] != "gmake") {
+		return false
+	}
+	if keepGoing(env["MAKEFLAGS"]) {
+		return false
+	}
+	for _, w := range words[1:] {
+		if w == "--keep-going" {
+			return false
+		}
+		if short, ok := strings.CutPrefix(w, "-"); ok && !strings.HasPrefix(short, "-") && strings.ContainsRune(leadingLetters(short), 'k') {
+			return false
+		}
+	}
+	return true
+}
+
+// keepGoing reads MAKEFLAGS as make does: its first word may be bare
+// single-letter flags ("k", "ks"), later words are options.
+func keepGoing(flags string) bool {
+	for i, w := range strings.Fields(flags) {
+		if w == "--keep-going" {
+			return true
+		}
+		short, dash := strings.CutPrefix(w, "-")
+		if (dash || i == 0) && !strings.HasPrefix(short, "-") && !strings.Contains(short, "=") && strings.ContainsRune(leadingLetters(short), 'k') {
+			return true
+		}
+	}
+	return false
+}
+
+// leadingLetters is a cluster of short flags up to the first option
+// argument ("kj4" → "kj").
+func leadingLetters(s string) string {
+	for i, r := range s {
+		if (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') {
+			return s[:i]
+		}
+	}
+	return s
 }
 
 // compound reports whether a shell script has more than one command: an

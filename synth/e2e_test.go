@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -292,8 +293,20 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-network-test", verified: true, rules: []string{"network-in-test"},
-			attempts: 3,
+			// a clean failure through the network test alone, judged again
+			// under its quarantine: no warm and no cold replay after it
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
+				if j := r.out.Attempts[1]; j.Judged != 1 || r.out.Replays() != 1 {
+					t.Fatalf("attempt 2 judged %d, %d replays; want attempt 1 judged again and one replay", j.Judged, r.out.Replays())
+				}
+				var rec replay.Record
+				if b, err := os.ReadFile(filepath.Join(filepath.Dir(r.out.Attempts[1].TracePath), replay.RecordFile)); err != nil || json.Unmarshal(b, &rec) != nil {
+					t.Fatalf("record of attempt 2: %v", err)
+				}
+				if d, _ := contract.Digest(r.out.Contract); rec.Verdict != traces.Pass || !rec.Run.Rejudged || rec.ContractDigest != d {
+					t.Fatalf("record %+v, want a pass judged again for the verified contract %s", rec, d)
+				}
 				q := r.out.Contract.Quarantine
 				if len(q) != 1 || q[0].Test != "TestAliveHomepage" || q[0].Why != contract.WhyNeedsNetwork || !strings.Contains(q[0].Evidence, "example.com") {
 					t.Fatalf("quarantine %+v, want TestAliveHomepage alone, for the network, citing the lookup", q)
@@ -527,8 +540,9 @@ func TestE2ESynth(t *testing.T) {
 		{
 			fixture: "synth-installer-script", verified: true, rules: []string{"installer-script", "installer-script"},
 			// TestExport fails saying direnv is unavailable (no "not found"); with Debian's direnv TestLayout fails
-			// naming direnv (each answered, so no identical rerun); quarantined, the warm pass, then the cold one
-			attempts: 4,
+			// naming direnv (each answered, so no identical rerun); attempt 2 was clean (the new package
+			// prepared afresh, its dependency cache created empty), so it is judged again under the quarantine
+			attempts: 3,
 			check: func(t *testing.T, r e2eRun) {
 				if slices.Contains(r.draft.SystemPackages, "direnv") {
 					t.Fatal("the draft already has direnv; the fixture tests nothing")

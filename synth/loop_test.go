@@ -337,3 +337,56 @@ func TestLoopBudgetStopsTheColdConfirmation(t *testing.T) {
 		t.Fatalf("err=%v verified=%v diagnosis=%q", err, out.Verified, out.Diagnosis)
 	}
 }
+
+// rejudging is simulated that can also judge an attempt again: it passes
+// when the revision quarantines every failed test, as replay's Rejudge
+// does, and says what it was asked.
+type rejudging struct {
+	simulated
+	asked []int // attempts it was asked to judge again
+}
+
+func (r *rejudging) Rejudge(a *Attempt, c *contract.Contract, _ int) (*Attempt, error) {
+	r.asked = append(r.asked, a.N)
+	for _, t := range failedTests(a.Tests) {
+		if !slices.ContainsFunc(c.Quarantine, func(q contract.Quarantined) bool { return q.Test == t.Name && q.Package == t.Package }) {
+			return nil, nil
+		}
+	}
+	return &Attempt{Pass: true, Clean: true, Contract: c, Tests: a.Tests}, nil
+}
+
+// TestLoopRejudgesACleanFailure: when a clean attempt fails only through
+// tests the next revision quarantines, it is judged again instead of
+// replayed warm and then cold; an attempt that is not clean is replayed.
+func TestLoopRejudgesACleanFailure(t *testing.T) {
+	tests := []results.Test{{Package: "p", Name: "TestLocal", Status: results.Passed}, {Package: "p", Name: "TestRemote", Status: results.Failed,
+		Output: "    remote_test.go:12: Get \"https://schemas.example.org\": dial tcp: lookup schemas.example.org: no such host\n--- FAIL: TestRemote (0.01s)\n"}}
+	for _, clean := range []bool{true, false} {
+		r := &rejudging{simulated: simulated{judge: func(c *contract.Contract, n int) *Attempt {
+			if len(c.Quarantine) > 0 {
+				return pass(tests...)
+			}
+			a := fail("verify", traces.NetworkNeeded, tests[1].Output, tests...)
+			a.Clean = clean
+			return a
+		}}}
+		out, err := New(r, WithResolver(resolve), WithPackages(excerpt(t))).Run(context.Background(), draft(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !out.Verified || len(out.Contract.Quarantine) != 1 {
+			t.Fatalf("clean=%v: verified=%v quarantine=%+v: %s", clean, out.Verified, out.Contract.Quarantine, out.Diagnosis)
+		}
+		wantCalls, wantAsked, wantReplays := []bool{false}, []int{1}, 1
+		if !clean {
+			wantCalls, wantAsked, wantReplays = []bool{false, false, true}, nil, 3
+		}
+		if !slices.Equal(r.calls, wantCalls) || !slices.Equal(r.asked, wantAsked) || out.Replays() != wantReplays {
+			t.Errorf("clean=%v: replays %v (%d), judged again %v; want %v (%d), %v", clean, r.calls, out.Replays(), r.asked, wantCalls, wantReplays, wantAsked)
+		}
+		if last := out.Attempts[len(out.Attempts)-1]; clean && (last.Judged != 1 || last.N != 2) {
+			t.Errorf("the judged attempt is %+v, want attempt 2 judging attempt 1", last)
+		}
+	}
+}

@@ -64,6 +64,7 @@ type AttemptSummary struct {
 	Seconds float64 `json:"seconds"`
 	Cached  bool    `json:"cached,omitempty"`
 	Resumed bool    `json:"resumed,omitempty"`
+	Judged  int     `json:"judged,omitempty"` // the attempt judged again, without a replay
 	Trace   string  `json:"trace,omitempty"`
 }
 
@@ -84,7 +85,7 @@ type Summary struct {
 func Summarize(out *Outcome) Summary {
 	s := Summary{Verified: out.Verified, Iterations: len(out.Attempts), Seconds: out.Elapsed.Seconds(), Tokens: out.Tokens, UsedLLM: out.UsedLLM, Deltas: out.Deltas, Diagnosis: out.Diagnosis}
 	for _, a := range out.Attempts {
-		as := AttemptSummary{N: a.N, Verdict: "pass", Seconds: a.Duration.Seconds(), Cached: a.Cached, Resumed: a.Resumed, Trace: a.TracePath}
+		as := AttemptSummary{N: a.N, Verdict: "pass", Seconds: a.Duration.Seconds(), Cached: a.Cached, Resumed: a.Resumed, Judged: a.Judged, Trace: a.TracePath}
 		if !a.Pass {
 			as.Verdict = "fail"
 			as.Step = a.StepRef()

@@ -2,6 +2,7 @@ package synth
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -96,6 +97,29 @@ func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold
 		}
 	}
 	return a, nil
+}
+
+var _ Rejudger = (*Replayer)(nil)
+
+// Rejudge judges the kept run of attempt a again under c (replay's
+// Runner.Rejudge) into attempt-n; nil when the run must be replayed.
+func (r *Replayer) Rejudge(a *Attempt, c *contract.Contract, n int) (*Attempt, error) {
+	out := filepath.Join(r.RunsDir, "attempt-"+strconv.Itoa(n))
+	if err := os.RemoveAll(out); err != nil {
+		return nil, fmt.Errorf("clearing %s: %w", out, err)
+	}
+	start := time.Now()
+	res, err := r.Warm.Rejudge(a.Contract, c, filepath.Dir(a.TracePath), out)
+	if errors.Is(err, replay.ErrNotRejudgeable) {
+		_ = os.RemoveAll(out)
+		return nil, nil
+	}
+	if err != nil {
+		_ = os.RemoveAll(out)
+		return nil, err
+	}
+	return &Attempt{Pass: res.Verdict == traces.Pass, Clean: true, Contract: res.Contract,
+		Tests: a.Tests, Duration: time.Since(start), TracePath: res.TracePath}, nil
 }
 
 // Interrupted is a replay stopped by its context while a step ran: which

@@ -31,7 +31,10 @@ type Attempt struct {
 	// Clean is set when nothing of an earlier replay reached this one: not
 	// resumed, not a cached verdict, and a dependency cache it created
 	// empty. A clean pass is as good as a cold one.
-	Clean    bool
+	Clean bool
+	// Judged is the attempt whose trace this one judged again under a
+	// revised quarantine instead of replaying (Rejudger); 0 for a replay.
+	Judged   int
 	Contract *contract.Contract
 	// Where the first failure happened; Stage is empty on a pass.
 	Stage   string

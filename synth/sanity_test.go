@@ -27,6 +27,8 @@ func TestCheckRejectsWeakening(t *testing.T) {
 		{"test knob in env", Delta{Ops: []Op{{Kind: SetEnv, Name: "GOFLAGS", Value: "-count=1"}}}, "changes how tests run"},
 		{"a test filter beside a heap size", Delta{Ops: []Op{{Kind: SetEnv, Name: "NODE_OPTIONS", Value: "--max-old-space-size=3072 --test-name-pattern=fast"}}}, "changes how tests run"},
 		{"narrowing env value", Delta{Ops: []Op{{Kind: SetEnv, Name: "TEST_ARGS", Value: "-run TestA"}}}, "narrows"},
+		{"make keeps going", Delta{Ops: []Op{{Kind: SetEnv, Name: "MAKEFLAGS", Value: "k"}}}, ""},
+		{"make flags beside keep-going", Delta{Ops: []Op{{Kind: SetEnv, Name: "MAKEFLAGS", Value: "k TESTS=short"}}}, "changes how tests run"},
 		{"plain env", Delta{Ops: []Op{{Kind: SetEnv, Name: "APP_MODE", Value: "test"}}}, ""},
 		{"move the tests", Delta{Ops: []Op{{Kind: SetCwd, Stage: "verify", Index: 0, Value: "internal/small"}}}, "moves or drops"},
 		{"set +e", replaceBuild("set +e; make build"), "set +e"},
@@ -85,6 +87,53 @@ func TestCheckStructural(t *testing.T) {
 	}
 	if err := CheckCounts(10, 12); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestKeepGoing: a quarantine of a make step's tests brings k into
+// MAKEFLAGS, since make stops at the first failed recipe; a make that
+// already keeps going, or a step that is not make, gets nothing.
+func TestKeepGoing(t *testing.T) {
+	q := Delta{Ops: []Op{{Kind: Quarantine, Test: &contract.Quarantined{Test: "TestA", Why: contract.WhyNeedsNetwork, Evidence: "attempt 1, step verify/1: dial tcp"}}}}
+	withRun := func(run string, env map[string]string) *contract.Contract {
+		c := draft()
+		c.Stages[2].Steps[0].Run = run
+		c.Env = env
+		return c
+	}
+	for _, tc := range []struct {
+		c    *contract.Contract
+		want string // MAKEFLAGS after, "" when the delta gains no op
+	}{
+		{withRun("make -j4 test", nil), "k"},
+		{withRun("make test", map[string]string{"MAKEFLAGS": "-j2"}), "-j2 -k"},
+		{withRun("make -k test", nil), ""},
+		{withRun("make test", map[string]string{"MAKEFLAGS": "ks"}), ""},
+		{withRun("go test ./...", nil), ""},
+	} {
+		d := keepGoing(tc.c, q)
+		got := ""
+		if len(d.Ops) == 2 && d.Ops[1].Kind == SetEnv && d.Ops[1].Name == "MAKEFLAGS" {
+			got = d.Ops[1].Value
+		} else if len(d.Ops) != 1 {
+			t.Fatalf("%q: ops %+v", tc.c.Stages[2].Steps[0].Run, d.Ops)
+		}
+		if got != tc.want {
+			t.Errorf("%q %v: MAKEFLAGS %q, want %q", tc.c.Stages[2].Steps[0].Run, tc.c.Env, got, tc.want)
+		}
+		if len(q.Ops) != 1 {
+			t.Fatal("keepGoing changed its input")
+		}
+		next, err := Apply(tc.c, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Check(tc.c, next); err != nil {
+			t.Errorf("%q: %v", tc.c.Stages[2].Steps[0].Run, err)
+		}
+	}
+	if d := keepGoing(withRun("make test", nil), Delta{Ops: []Op{{Kind: AddSystemPackage, Name: "make"}}}); len(d.Ops) != 1 {
+		t.Errorf("a delta without quarantine gained %+v", d.Ops)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/discover"
+	"github.com/bootstrap-dev/bootstrap/replay"
 	"github.com/bootstrap-dev/bootstrap/results"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
@@ -21,6 +22,14 @@ import (
 // pass, or a warm one that was clean (Attempt.Clean), accepts a contract.
 type Verifier interface {
 	Verify(ctx context.Context, c *contract.Contract, n int, cold bool) (*Attempt, error)
+}
+
+// Rejudger judges a clean failed attempt again, as attempt n, under c, a
+// revision of its contract that changes only the quarantine: no command
+// reads the quarantine, so a replay would run every step as the attempt
+// ran it. It returns nil when the attempt must be replayed instead.
+type Rejudger interface {
+	Rejudge(a *Attempt, c *contract.Contract, n int) (*Attempt, error)
 }
 
 // Reviser is asked what the rules could not decide (an LLM behind any
@@ -78,6 +87,18 @@ type Outcome struct {
 	Elapsed   time.Duration
 	Diagnosis string
 	UsedLLM   bool
+}
+
+// Replays counts the attempts that replayed, leaving out those judged again
+// from an earlier one's trace.
+func (o *Outcome) Replays() int {
+	n := 0
+	for _, a := range o.Attempts {
+		if a.Judged == 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // Loop is the repair loop.
@@ -253,6 +274,16 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 			out.Diagnosis = l.diagnose(out, "")
 			return nil
 		}
+		if a.Clean && a.Failure != nil {
+			// A clean attempt whose only failures the revision quarantines
+			// is the revised contract's clean pass: judge it again rather
+			// than replay the suite twice more (warm, then cold).
+			if j := l.rejudge(a, next, n+1, out); j != nil && CheckCounts(bestTests, ranCount(j.Tests)) == nil {
+				out.Contract = j.Contract
+				out.Verified = true
+				return nil
+			}
+		}
 		cur = next
 	}
 }
@@ -316,6 +347,28 @@ func (l *Loop) attempt(ctx context.Context, c *contract.Contract, n int, cold bo
 	out.Attempts = append(out.Attempts, a)
 	l.say("attempt %d%s: %s", n, what, attemptLine(a))
 	return a, nil
+}
+
+// rejudge asks the verifier, when it can, to judge a's trace again under
+// c as attempt n; the passing attempt is recorded, anything else leaves
+// the loop to replay c.
+func (l *Loop) rejudge(a *Attempt, c *contract.Contract, n int, out *Outcome) *Attempt {
+	r, ok := l.verifier.(Rejudger)
+	if !ok || a.Contract == nil {
+		return nil
+	}
+	j, err := r.Rejudge(a, c, n)
+	if err != nil {
+		l.say("attempt %d not judged again: %v", a.N, err)
+		return nil
+	}
+	if j == nil || !j.Pass {
+		return nil
+	}
+	j.N, j.Judged = n, a.N
+	out.Attempts = append(out.Attempts, j)
+	l.say("attempt %d: %s", n, attemptLine(j))
+	return j
 }
 
 // fresh makes the next warm attempt start over instead of resuming in the
@@ -384,7 +437,7 @@ func (l *Loop) answered(cur *contract.Contract, sit *Situation, tried map[string
 	for _, r := range Rules {
 		for _, d := range r.Propose(sit) {
 			d.Rule = r.Name
-			if _, why := acceptable(cur, d, sit.History, tried); why == "" {
+			if _, why := acceptable(cur, keepGoing(cur, d), sit.History, tried); why == "" {
 				return true
 			}
 		}
@@ -414,6 +467,7 @@ func acceptable(cur *contract.Contract, d Delta, attempts []*Attempt, tried map[
 
 // try applies d and runs the sanity check; a rejected delta is logged with why.
 func (l *Loop) try(cur *contract.Contract, d Delta, n int, tried map[string]bool, out *Outcome) (*contract.Contract, bool) {
+	d = keepGoing(cur, d)
 	next, why := acceptable(cur, d, out.Attempts, tried)
 	if why != "" {
 		out.Deltas = append(out.Deltas, Logged{Delta: d, Attempt: n, Why: why})
@@ -424,6 +478,32 @@ func (l *Loop) try(cur *contract.Contract, d Delta, n int, tried map[string]bool
 	out.Deltas = append(out.Deltas, Logged{Delta: d, Attempt: n, Accepted: true, Diff: diff})
 	l.say("  revise (%s): %s\n    because %s\n%s", d.Rule, d.Reason, d.Evidence, indent(diff, "    "))
 	return next, true
+}
+
+// keepGoing adds, to a delta that quarantines tests, k to MAKEFLAGS when
+// the strongest stage runs make without it: make starts no target after a
+// recipe fails, so without it the replay cannot excuse the quarantined
+// failures (the tests of the targets never started did not run), and with
+// it every target's tests run and are judged.
+func keepGoing(c *contract.Contract, d Delta) Delta {
+	i := c.Strongest()
+	if i < 0 || !slices.ContainsFunc(d.Ops, func(op Op) bool { return op.Kind == Quarantine }) {
+		return d
+	}
+	if !slices.ContainsFunc(c.Stages[i].Steps, func(st contract.Step) bool { return replay.StopsAtFirstFailure(st.Run, c.Env) }) {
+		return d
+	}
+	d.Ops = append(slices.Clone(d.Ops), Op{Kind: SetEnv, Name: "MAKEFLAGS", Value: withKeepGoing(c.Env["MAKEFLAGS"])})
+	return d
+}
+
+// withKeepGoing is MAKEFLAGS with k added, in the form make reads: bare
+// letters alone, an option among others.
+func withKeepGoing(flags string) string {
+	if strings.TrimSpace(flags) == "" {
+		return "k"
+	}
+	return strings.TrimSpace(flags) + " -k"
 }
 
 // flaky compares two replays of the same contract: a test that passed in
@@ -631,6 +711,9 @@ func attemptLine(a *Attempt) string {
 	s := attemptVerdict(a)
 	if a.Resumed {
 		s += " (resumed in the failed attempt's state)"
+	}
+	if a.Judged > 0 {
+		s += fmt.Sprintf(" (attempt %d judged again under the revised quarantine, no replay)", a.Judged)
 	}
 	return s
 }

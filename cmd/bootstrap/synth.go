@@ -182,7 +182,7 @@ func printSummary(w io.Writer, out *synth.Outcome, file string) {
 	if !out.Verified {
 		verdict = "NOT verified"
 	}
-	fmt.Fprintf(w, "\n%s: %s after %d replay(s) in %s, %d LLM token(s)\n", file, verdict, len(out.Attempts), out.Elapsed.Round(time.Second), out.Tokens)
+	fmt.Fprintf(w, "\n%s: %s after %d replay(s) in %s, %d LLM token(s)\n", file, verdict, out.Replays(), out.Elapsed.Round(time.Second), out.Tokens)
 	for _, a := range out.Attempts {
 		line := "pass"
 		if !a.Pass {
@@ -199,6 +199,9 @@ func printSummary(w io.Writer, out *synth.Outcome, file string) {
 		}
 		if a.Resumed {
 			line += " (warm: resumed in the failed attempt's state)"
+		}
+		if a.Judged > 0 {
+			line += fmt.Sprintf(" (attempt %d judged again under the revised quarantine, no replay)", a.Judged)
 		}
 		fmt.Fprintf(w, "  attempt %d  %6.1fs  %s\n", a.N, a.Duration.Seconds(), line)
 	}
