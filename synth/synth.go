@@ -94,7 +94,7 @@ type Outcome struct {
 func (o *Outcome) Replays() int {
 	n := 0
 	for _, a := range o.Attempts {
-		if a.Judged == 0 {
+		if a == nil || a.Judged == 0 {
 			n++
 		}
 	}
