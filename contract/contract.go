@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -237,6 +238,16 @@ func (c *Contract) Toolchain(name string) *Toolchain {
 // StepRef names a step for people and traces: "verify/2" is the second step
 // of stage verify (1-based).
 func StepRef(stage string, index int) string { return fmt.Sprintf("%s/%d", stage, index+1) }
+
+// ParseStepRef reads a StepRef back: the stage and the 0-based index.
+func ParseStepRef(ref string) (stage string, index int, ok bool) {
+	stage, n, found := strings.Cut(ref, "/")
+	i, err := strconv.Atoi(n)
+	if !found || err != nil || i < 1 {
+		return "", 0, false
+	}
+	return stage, i - 1, true
+}
 
 // Clone returns a deep copy, so a revision can be tried without touching the original.
 func (c *Contract) Clone() *Contract {

@@ -4,14 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/results"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
@@ -20,8 +17,8 @@ import (
 // verdict a revised quarantine cannot decide without replaying.
 var ErrNotRejudgeable = errors.New("the run must be replayed")
 
-// maxJudgedLog bounds the failed step's log Rejudge reads back; a replay
-// writes it whole.
+// maxJudgedLog bounds what Rejudge reads back of a run: its record and the
+// failed step's log, which a replay writes whole.
 const maxJudgedLog = 256 << 20
 
 // Rejudge reaches the verdict of c from the run kept in dir, a replay of
@@ -36,8 +33,12 @@ const maxJudgedLog = 256 << 20
 // never enters the verdict cache; a later verify replays as usual.
 func (r *Runner) Rejudge(prev, c *contract.Contract, dir, outDir string) (*Result, error) {
 	var rec Record
-	if err := readJSON(filepath.Join(dir, RecordFile), &rec); err != nil {
+	b, err := repo.ReadBounded(filepath.Join(dir, RecordFile), maxJudgedLog)
+	if err != nil {
 		return nil, err
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return nil, fmt.Errorf("%s: %w", filepath.Join(dir, RecordFile), err)
 	}
 	pd, err := contract.Digest(prev)
 	if err != nil {
@@ -63,7 +64,7 @@ func (r *Runner) Rejudge(prev, c *contract.Contract, dir, outDir string) (*Resul
 		return nil, err
 	}
 	rep := results.Parse(log)
-	if StopsAtFirstFailure(run, c.Env) || !excused(run, rep, c.Quarantine) {
+	if !excused(run, c.Env, rep, c.Quarantine) {
 		return nil, fmt.Errorf("%w: step %s does not fail only through quarantined tests", ErrNotRejudgeable, rec.Failure.Step)
 	}
 
@@ -113,10 +114,9 @@ func (r *Runner) Rejudge(prev, c *contract.Contract, dir, outDir string) (*Resul
 // and names its tests, and reads back its command and its whole log, whose
 // digest the trace holds.
 func failedStep(c *contract.Contract, rec *Record, dir string) (string, []byte, error) {
-	stage, idx, _ := strings.Cut(rec.Failure.Step, "/")
-	n, err := strconv.Atoi(idx)
+	stage, i, ok := contract.ParseStepRef(rec.Failure.Step)
 	last := len(c.Stages) - 1
-	if err != nil || last < 0 || c.Stages[last].Name != stage || n != len(c.Stages[last].Steps) || c.Strongest() != last {
+	if !ok || last < 0 || c.Stages[last].Name != stage || i != len(c.Stages[last].Steps)-1 || c.Strongest() != last {
 		return "", nil, fmt.Errorf("%w: step %s is not the last step of the strongest stage", ErrNotRejudgeable, rec.Failure.Step)
 	}
 	switch traces.Class(rec.Failure.Class) {
@@ -131,42 +131,14 @@ func failedStep(c *contract.Contract, rec *Record, dir string) (string, []byte, 
 		if e.Type != traces.StepEnd || e.Step != rec.Failure.Step || e.LogPath == "" {
 			continue
 		}
-		log, err := readBounded(filepath.Join(dir, filepath.FromSlash(e.LogPath)), maxJudgedLog)
+		log, err := repo.ReadBounded(filepath.Join(dir, filepath.FromSlash(e.LogPath)), maxJudgedLog)
 		if err != nil {
 			return "", nil, err
 		}
 		if traces.Digest(log) != e.LogDigest {
 			return "", nil, fmt.Errorf("the log of step %s in %s does not match its trace", e.Step, dir)
 		}
-		return c.Stages[last].Steps[n-1].Run, log, nil
+		return c.Stages[last].Steps[i].Run, log, nil
 	}
 	return "", nil, fmt.Errorf("%w: the trace in %s keeps no log of step %s", ErrNotRejudgeable, dir, rec.Failure.Step)
-}
-
-// readBounded reads a regular file of at most limit bytes.
-func readBounded(path string, limit int64) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() || fi.Size() > limit {
-		return nil, fmt.Errorf("%s: not a regular file of at most %d bytes", path, limit)
-	}
-	return io.ReadAll(io.LimitReader(f, limit))
-}
-
-func readJSON(path string, v any) error {
-	b, err := readBounded(path, maxJudgedLog)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		return fmt.Errorf("%s: %w", path, err)
-	}
-	return nil
 }

@@ -88,7 +88,7 @@ func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut 
 		if f != nil && !timedOut && !res.OOMKilled {
 			f = fromReport(f, rep)
 		}
-		if f != nil && !timedOut && !StopsAtFirstFailure(x.stepRun(stage, n), x.contract.Env) && excused(x.stepRun(stage, n), rep, x.contract.Quarantine) {
+		if f != nil && !timedOut && excused(x.stepRun(stage, n), x.contract.Env, rep, x.contract.Quarantine) {
 			e.Message = fmt.Sprintf("every failing test (%d) is quarantined; the step passes", rep.Failed)
 			f = nil
 		}
@@ -150,10 +150,11 @@ func fromReport(f *traces.Failure, rep results.Report) *traces.Failure {
 // excused reports whether a failed test step failed only through tests the
 // contract quarantines. A step whose failures the runner did not name is
 // never excused: the verdict stays strict.
-func excused(run string, rep results.Report, q []contract.Quarantined) bool {
-	// After a failing command in a script, -e skipped the rest: excusing
-	// the step would pass commands that never ran.
-	if compound(run) || rep.Unattributed > 0 {
+func excused(run string, env map[string]string, rep results.Report, q []contract.Quarantined) bool {
+	// After a failing command in a script, -e skipped the rest, and make
+	// started no other target: excusing the step would pass commands that
+	// never ran.
+	if compound(run) || StopsAtFirstFailure(run, env) || rep.Unattributed > 0 {
 		return false
 	}
 	failed := 0

@@ -305,8 +305,14 @@ func CommonDir(dot string) string {
 }
 
 // ReadBounded reads a file of at most n bytes and refuses a larger one
-// without reading past n+1.
+// without reading past n+1, and what is not a regular file (a FIFO, a
+// device) before opening it, which could block or never end.
 func ReadBounded(name string, n int64) ([]byte, error) {
+	if fi, err := os.Stat(name); err != nil {
+		return nil, err
+	} else if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file", name)
+	}
 	f, err := os.Open(name)
 	if err != nil {
 		return nil, err

@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -302,5 +304,29 @@ func TestWorktreeDirectAccess(t *testing.T) {
 	ents, err := fs.ReadDir(fsys, "alias/a")
 	if err != nil || len(ents) != 1 || ents[0].Name() != "b.go" {
 		t.Errorf("ReadDir(alias/a) = %v, %v; want only b.go", ents, err)
+	}
+}
+
+// TestReadBoundedRefusesOversizeAndNonRegular: a file larger than the bound
+// is refused, and a FIFO is refused before it is opened (opening one
+// blocks until a writer comes).
+func TestReadBoundedRefusesOversizeAndNonRegular(t *testing.T) {
+	dir := t.TempDir()
+	small := filepath.Join(dir, "small")
+	if err := os.WriteFile(small, []byte("12345"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := ReadBounded(small, 5); err != nil || string(b) != "12345" {
+		t.Fatalf("at the bound: %q, %v", b, err)
+	}
+	if _, err := ReadBounded(small, 4); err == nil {
+		t.Fatal("a file over the bound was read")
+	}
+	fifo := filepath.Join(dir, "fifo")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadBounded(fifo, 4096); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Fatalf("a FIFO: %v", err)
 	}
 }

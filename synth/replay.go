@@ -49,10 +49,9 @@ func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold
 	if cold {
 		runner = r.Cold
 	}
-	out := filepath.Join(r.RunsDir, "attempt-"+strconv.Itoa(n))
-	// A rerun of synth reuses attempt numbers; stale logs must not mix in.
-	if err := os.RemoveAll(out); err != nil {
-		return nil, fmt.Errorf("clearing %s: %w", out, err)
+	out, err := r.attemptDir(n)
+	if err != nil {
+		return nil, err
 	}
 	in := replay.Input{Contract: c, Snapshot: r.Snapshot, OutDir: out}
 	if cold {
@@ -83,15 +82,11 @@ func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold
 	}
 	if f := res.Failure; f != nil {
 		a.Failure = f.Failure
-		stage, idx, ok := strings.Cut(f.Step, "/")
+		stage, i, ok := contract.ParseStepRef(f.Step)
 		if !ok {
 			return nil, fmt.Errorf("replay named failed step %q, want stage/N", f.Step)
 		}
-		i, err := strconv.Atoi(idx)
-		if err != nil || i < 1 {
-			return nil, fmt.Errorf("replay named failed step %q, want stage/N", f.Step)
-		}
-		a.Stage, a.Index = stage, i-1
+		a.Stage, a.Index = stage, i
 		if f.LogPath != "" {
 			a.Log = readTail(filepath.Join(filepath.Dir(res.TracePath), f.LogPath), logTail)
 		}
@@ -99,14 +94,24 @@ func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold
 	return a, nil
 }
 
+// attemptDir is attempt n's directory, emptied: a rerun of synth reuses
+// attempt numbers, and stale logs must not mix in.
+func (r *Replayer) attemptDir(n int) (string, error) {
+	out := filepath.Join(r.RunsDir, "attempt-"+strconv.Itoa(n))
+	if err := os.RemoveAll(out); err != nil {
+		return "", fmt.Errorf("clearing %s: %w", out, err)
+	}
+	return out, nil
+}
+
 var _ Rejudger = (*Replayer)(nil)
 
 // Rejudge judges the kept run of attempt a again under c (replay's
 // Runner.Rejudge) into attempt-n; nil when the run must be replayed.
 func (r *Replayer) Rejudge(a *Attempt, c *contract.Contract, n int) (*Attempt, error) {
-	out := filepath.Join(r.RunsDir, "attempt-"+strconv.Itoa(n))
-	if err := os.RemoveAll(out); err != nil {
-		return nil, fmt.Errorf("clearing %s: %w", out, err)
+	out, err := r.attemptDir(n)
+	if err != nil {
+		return nil, err
 	}
 	start := time.Now()
 	res, err := r.Warm.Rejudge(a.Contract, c, filepath.Dir(a.TracePath), out)
