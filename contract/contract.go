@@ -35,7 +35,9 @@ type Contract struct {
 	Env     map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
 	// Secrets are names only: values come from the caller's environment at
 	// replay time and are never written anywhere.
-	Secrets    []string      `yaml:"secrets,omitempty" json:"secrets,omitempty"`
+	Secrets []string `yaml:"secrets,omitempty" json:"secrets,omitempty"`
+	// Services run beside the offline stages, reachable on loopback only.
+	Services   []Service     `yaml:"services,omitempty" json:"services,omitempty"`
 	Stages     []Stage       `yaml:"stages" json:"stages"`
 	Quarantine []Quarantined `yaml:"quarantine,omitempty" json:"quarantine,omitempty"`
 	// Inputs maps each evidence file the contract was derived from to its
@@ -54,6 +56,47 @@ type Image struct {
 type Archive struct {
 	Suite   string `yaml:"suite" json:"suite"`
 	Release string `yaml:"release" json:"release"`
+}
+
+// Service is a daemon the tests reach, such as a database a CI job starts
+// as a service container. A replay runs it from Debian's package for its
+// kind in a sidecar built from the run image, and the offline stages share
+// the sidecar's network namespace, which has loopback only: the steps reach
+// it on localhost:Port or by Name, and nothing else.
+type Service struct {
+	// Name is the host name the steps may use for it (a CI service's id);
+	// it resolves to loopback.
+	Name string `yaml:"name" json:"name"`
+	// Kind is the daemon: one of ServiceKinds.
+	Kind string `yaml:"kind" json:"kind"`
+	// Image is the container image the evidence names, which the Debian
+	// package stands in for; a record of intent, not pulled.
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
+	// Env configures it as that image would (POSTGRES_USER, MYSQL_DATABASE
+	// and the like); values are plain text, never secrets.
+	Env map[string]string `yaml:"env,omitempty" json:"env,omitempty"`
+	// Port is the loopback port it listens on; zero means the kind's default.
+	Port int `yaml:"port,omitempty" json:"port,omitempty"`
+	// Timeout bounds the wait until it answers its readiness check; zero
+	// means DefaultServiceTimeout.
+	Timeout  Duration `yaml:"timeout,omitempty" json:"timeout,omitempty"`
+	Evidence string   `yaml:"evidence" json:"evidence"`
+	Source   Source   `yaml:"source" json:"source"`
+	Reason   string   `yaml:"reason" json:"reason"`
+}
+
+// ServiceKinds are the daemons a replay can provide, each with its default port.
+var ServiceKinds = map[string]int{"postgresql": 5432, "mariadb": 3306, "redis": 6379, "memcached": 11211}
+
+// DefaultServiceTimeout is how long a replay waits for a service to be ready.
+const DefaultServiceTimeout = Duration(time.Minute)
+
+// ServicePort is the port s listens on.
+func (s Service) ServicePort() int {
+	if s.Port != 0 {
+		return s.Port
+	}
+	return ServiceKinds[s.Kind]
 }
 
 // Toolchain is a language toolchain fetched as a content-addressed input.
@@ -256,6 +299,10 @@ func (c *Contract) Clone() *Contract {
 	n.SystemPackages = append([]string(nil), c.SystemPackages...)
 	n.Secrets = append([]string(nil), c.Secrets...)
 	n.Quarantine = append([]Quarantined(nil), c.Quarantine...)
+	n.Services = append([]Service(nil), c.Services...)
+	for i := range n.Services {
+		n.Services[i].Env = cloneMap(c.Services[i].Env)
+	}
 	n.Env = cloneMap(c.Env)
 	n.Inputs = cloneMap(c.Inputs)
 	if c.Archive != nil {

@@ -19,6 +19,8 @@ func sample() *Contract {
 		Archive:        &Archive{Suite: "bookworm", Release: "sha256:" + strings.Repeat("c", 64)},
 		Env:            map[string]string{"CGO_ENABLED": "1", "A": "x"},
 		Secrets:        []string{"NPM_TOKEN"},
+		Services: []Service{{Name: "postgres", Kind: "postgresql", Image: "postgres:16", Env: map[string]string{"POSTGRES_PASSWORD": "postgres"}, Port: 5432,
+			Evidence: ".github/workflows/ci.yml:12", Source: SourceCI, Reason: "the test job's service"}},
 		Stages: []Stage{
 			{Name: "fetch", Network: true, Steps: []Step{{Run: "go mod download", Evidence: "go.mod:1", Source: SourceDefault, Confidence: 0.7, Reason: "modules"}}},
 			{Name: "verify", Strongest: true, Memory: 8 << 30, Steps: []Step{{Run: "go test ./...", Timeout: Duration(10 * time.Minute), Evidence: ".github/workflows/ci.yml:40", Source: SourceCI, Confidence: 0.95, Reason: "the suite CI runs"}}},
@@ -50,6 +52,9 @@ func TestRoundTripIsByteIdentical(t *testing.T) {
 	}
 	if !strings.Contains(string(b), "timeout: 10m0s") {
 		t.Fatalf("duration not written as text:\n%s", b)
+	}
+	if !strings.Contains(string(b), "services:\n  - name: postgres\n    kind: postgresql\n    image: postgres:16\n") {
+		t.Fatalf("services not written in field order:\n%s", b)
 	}
 	if !strings.Contains(string(b), "memory: 8GiB") {
 		t.Fatalf("memory not written with its unit:\n%s", b)
@@ -96,6 +101,17 @@ func TestValidateInMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = sample()
+	c.Services = append(c.Services, Service{Name: "Postgres", Kind: "mongodb", Port: 5432, Env: map[string]string{"A-B": "x"}, Source: "ci"},
+		Service{Name: "bad name", Kind: "redis", Port: 70000, Evidence: "x:1", Source: SourceCI, Reason: "r"})
+	err = Validate(c)
+	for _, want := range []string{`services[1].name: service "Postgres" is declared twice`, `services[1].kind: unknown service kind "mongodb" (known: mariadb, memcached, postgresql, redis)`,
+		"services[1].port: port 5432 is taken by another service", `services[1].env.A-B: "A-B" is not a valid variable name`, "services[1].evidence: every service needs its evidence",
+		"services[1].reason: every service needs a reason", `services[2].name: "bad name" is not a host name`, "services[2].port: must be a port between 1 and 65535, got 70000"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: got %v, want %q", err, want)
+		}
+	}
+	c = sample()
 	c.Archive.Release = "md5:x"
 	if err := Validate(c); err == nil || !strings.Contains(err.Error(), "archive.release: must be sha256") {
 		t.Errorf("a bad archive digest: %v", err)
@@ -108,7 +124,8 @@ func TestCloneIsDeep(t *testing.T) {
 	b.Stages[0].Steps[0].Run = "changed"
 	b.Env["A"] = "y"
 	b.Archive.Suite = "trixie"
-	if a.Stages[0].Steps[0].Run == "changed" || a.Env["A"] == "y" || a.Archive.Suite != "bookworm" {
+	b.Services[0].Env["POSTGRES_PASSWORD"] = "other"
+	if a.Stages[0].Steps[0].Run == "changed" || a.Env["A"] == "y" || a.Archive.Suite != "bookworm" || a.Services[0].Env["POSTGRES_PASSWORD"] != "postgres" {
 		t.Fatal("Clone shares memory with the original")
 	}
 }

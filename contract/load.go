@@ -6,10 +6,12 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -289,6 +291,7 @@ func (v *validator) contract(c *Contract) {
 			v.fail(fmt.Sprintf("secrets[%d]", i), "%q is both a secret and a plain env var", s)
 		}
 	}
+	v.services(c.Services)
 	v.stages(c.Stages)
 	for i, q := range c.Quarantine {
 		f := fmt.Sprintf("quarantine[%d]", i)
@@ -309,6 +312,59 @@ func (v *validator) contract(c *Contract) {
 		if !sha256Re.MatchString(d) {
 			v.fail("inputs."+p, "must be sha256:<64 hex>, got %q", d)
 		}
+	}
+}
+
+var hostRe = regexp.MustCompile(`^[A-Za-z0-9]([A-Za-z0-9_-]*[A-Za-z0-9])?$`)
+
+func (v *validator) services(list []Service) {
+	names, ports := map[string]bool{}, map[int]bool{}
+	for i, s := range list {
+		f := fmt.Sprintf("services[%d]", i)
+		v.service(f, s)
+		if names[strings.ToLower(s.Name)] {
+			v.fail(f+".name", "service %q is declared twice", s.Name)
+		}
+		names[strings.ToLower(s.Name)] = true
+		if p := s.ServicePort(); p > 0 && p <= 65535 {
+			if ports[p] {
+				v.fail(f+".port", "port %d is taken by another service", p)
+			}
+			ports[p] = true
+		}
+	}
+}
+
+// ValidateService checks one service on its own, as Load does.
+func ValidateService(s Service) error {
+	v := &validator{file: "contract"}
+	v.service("service", s)
+	return errors.Join(v.errs...)
+}
+
+func (v *validator) service(f string, s Service) {
+	if !hostRe.MatchString(s.Name) || s.Name == "localhost" {
+		v.fail(f+".name", "%q is not a host name (letters, digits, dashes)", s.Name)
+	}
+	if _, ok := ServiceKinds[s.Kind]; !ok {
+		v.fail(f+".kind", "unknown service kind %q (known: %s)", s.Kind, strings.Join(slices.Sorted(maps.Keys(ServiceKinds)), ", "))
+	}
+	if s.Port < 0 || s.Port > 65535 {
+		v.fail(f+".port", "must be a port between 1 and 65535, got %d", s.Port)
+	}
+	for _, k := range slices.Sorted(maps.Keys(s.Env)) {
+		if !identRe.MatchString(k) {
+			v.fail(f+".env."+k, "%q is not a valid variable name", k)
+		}
+	}
+	if s.Evidence == "" {
+		v.fail(f+".evidence", "every service needs its evidence")
+	}
+	if !sources[s.Source] {
+		v.fail(f+".source", "unknown source %q", s.Source)
+	}
+	if strings.TrimSpace(s.Reason) == "" {
+		v.fail(f+".reason", "every service needs a reason")
 	}
 }
 

@@ -191,7 +191,7 @@ jobs:
       CGO_ENABLED: "0"
     services:
       db:
-        image: postgres:16
+        {image: postgres:16, env: {POSTGRES_PASSWORD: pw}, ports: ['5432:5432', 6379]}
     strategy:
       matrix:
         os: [ubuntu-latest, macos-latest]
@@ -275,7 +275,7 @@ func TestMinersMonorepo(t *testing.T) {
 		{KindMageTarget, "magefiles/mage.go:5", map[string]string{"target": "Build"}, ""},
 		{KindGHAEnv, ".github/workflows/ci.yml:3", map[string]string{"name": "GOFLAGS", "scope": "workflow"}, "."},
 		{KindGHAEnv, ".github/workflows/ci.yml:11", map[string]string{"name": "CGO_ENABLED", "value": "0", "scope": "job", "job": "test"}, ""},
-		{KindGHAService, ".github/workflows/ci.yml:13", map[string]string{"name": "db", "image": "postgres:16"}, ""},
+		{KindGHAService, ".github/workflows/ci.yml:13", map[string]string{"name": "db", "image": "postgres:16", "env.POSTGRES_PASSWORD": "pw", "ports": "5432:5432,6379"}, ""},
 		{KindGHAWorkflow, ".github/workflows/ci.yml:1", map[string]string{"name": "ci", "triggers": ""}, "."},
 		{KindGHAJob, ".github/workflows/ci.yml:8", map[string]string{"job": "test", "services": "db", "working-directory": "src", "matrix-line": "16",
 			"matrix": `{"axes":[{"key":"os","values":["ubuntu-latest","macos-latest"]},{"key":"go","values":["1.21","1.22"]}],"include":[{"experimental":"true","os":"ubuntu-latest"}]}`}, "."},

@@ -134,7 +134,8 @@ const (
 	// are reported as KindGHARun, KindGHAUses and KindGHASetup with
 	// action set and workflow, job and runs-on empty.
 	KindGHAAction Kind = "gha.action"
-	// KindGHAService: a job service container. Facts: name, image.
+	// KindGHAService: a job service container. Facts: name, image,
+	// env.<NAME> for each env entry, ports (its entries, comma separated).
 	KindGHAService Kind = "gha.service"
 	// KindGHAEnv: a workflow or job env entry. Facts: name, value, scope
 	// (workflow or job); job and runs-on only when scope is job.
@@ -247,4 +248,9 @@ const (
 	// (sorted, comma separated).
 	KindDockerfile   Kind = "container.dockerfile"
 	KindDevcontainer Kind = "container.devcontainer"
+	// KindComposeService: one service of a Compose file (compose.yaml,
+	// docker-compose.yml and their variants), at its key. Facts: name,
+	// image, env.<NAME> for each environment entry, ports (its short-syntax
+	// entries, comma separated).
+	KindComposeService Kind = "container.compose-service"
 )

@@ -70,10 +70,21 @@ func mineGHAJob(f *file, wf string, key, job *yaml.Node, wfEnv map[string]string
 	services, _ := get(job, "services")
 	for _, kv := range pairs(services) {
 		image := text(kv[1])
+		facts := common()
 		if kv[1].Kind == yaml.MappingNode {
 			image = scalar(kv[1], "image")
+			senv, _ := get(kv[1], "env")
+			for _, e := range pairs(senv) {
+				facts["env."+e[0].Value] = text(e[1])
+			}
+			if ports, _ := get(kv[1], "ports"); ports != nil && ports.Kind == yaml.SequenceNode {
+				var list []string
+				for _, n := range ports.Content {
+					list = append(list, text(n))
+				}
+				facts["ports"] = strings.Join(list, ",")
+			}
 		}
-		facts := common()
 		facts["name"], facts["image"] = kv[0].Value, image
 		f.add(KindGHAService, kv[0].Line, f.lineText(kv[0].Line), facts)
 	}

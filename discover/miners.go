@@ -79,11 +79,20 @@ func minerFor(p string) *miner {
 		return &miner{fn: mineMeson}
 	case base == "Dockerfile" || base == "Containerfile" || strings.HasPrefix(base, "Dockerfile.") || strings.HasSuffix(base, ".Dockerfile"):
 		return &miner{fn: mineDockerfile}
+	case isCompose(lower):
+		return &miner{fn: mineCompose}
 	case p == ".devcontainer/devcontainer.json" || p == ".devcontainer.json" ||
 		(path.Dir(dir) == ".devcontainer" && base == "devcontainer.json"):
 		return &miner{fn: mineDevcontainer}
 	}
 	return nil
+}
+
+// isCompose accepts compose.yaml, docker-compose.yml and variants such as
+// docker-compose.test.yml.
+func isCompose(lower string) bool {
+	ext := path.Ext(lower)
+	return (ext == ".yml" || ext == ".yaml") && (strings.HasPrefix(lower, "docker-compose") || strings.HasPrefix(lower, "compose."))
 }
 
 // isDoc accepts README, README.md, README.markdown, README.txt, README.rst.

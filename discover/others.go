@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
+	"gopkg.in/yaml.v3"
 )
 
 func parseTOML(f *file, v any) bool {
@@ -297,4 +298,38 @@ func boolStr(b bool) string {
 		return "true"
 	}
 	return "false"
+}
+
+func mineCompose(f *file) {
+	root := parseYAML(f)
+	if root == nil {
+		return
+	}
+	services, _ := get(root, "services")
+	for _, kv := range pairs(services) {
+		facts := map[string]string{"name": kv[0].Value, "image": scalar(kv[1], "image")}
+		env, _ := get(kv[1], "environment")
+		switch {
+		case env != nil && env.Kind == yaml.MappingNode:
+			for _, e := range pairs(env) {
+				facts["env."+e[0].Value] = text(e[1])
+			}
+		case env != nil && env.Kind == yaml.SequenceNode:
+			for _, n := range env.Content {
+				if k, v, ok := strings.Cut(text(n), "="); ok {
+					facts["env."+k] = v
+				}
+			}
+		}
+		if ports, _ := get(kv[1], "ports"); ports != nil && ports.Kind == yaml.SequenceNode {
+			var list []string
+			for _, n := range ports.Content {
+				if n.Kind == yaml.ScalarNode {
+					list = append(list, n.Value)
+				}
+			}
+			facts["ports"] = strings.Join(list, ",")
+		}
+		f.add(KindComposeService, kv[0].Line, f.lineText(kv[0].Line), facts)
+	}
 }

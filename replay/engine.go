@@ -3,7 +3,9 @@ package replay
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"strings"
 	"time"
 )
 
@@ -68,19 +70,47 @@ type ImageInfo struct {
 	Labels map[string]string
 }
 
-// Network modes. Only these two are ever used: fetch stages get the host
-// network, every other stage gets none.
+// Network modes. Only these are ever used: fetch stages get the host
+// network, every other stage gets none or, when the contract declares
+// services, joins the services' sidecar (JoinNetwork), which has none.
 const (
 	NetworkHost = "host"
 	NetworkNone = "none"
 )
 
+const joinPrefix = "container:"
+
+// JoinNetwork is the network mode of a container that shares the network
+// namespace of the running container id.
+func JoinNetwork(id string) string { return joinPrefix + id }
+
+// CheckNetwork refuses every network mode but host, none and a join:
+// never a bridge, never a network an engine would create.
+func CheckNetwork(mode string) error {
+	if mode == NetworkHost || mode == NetworkNone {
+		return nil
+	}
+	if id, ok := strings.CutPrefix(mode, joinPrefix); ok && id != "" {
+		return nil
+	}
+	return fmt.Errorf("network mode %q is neither %q, %q nor %s<id>", mode, NetworkHost, NetworkNone, joinPrefix)
+}
+
+// Joined reports the container whose namespace mode joins, if it does.
+func Joined(mode string) (string, bool) {
+	id, ok := strings.CutPrefix(mode, joinPrefix)
+	return id, ok && id != ""
+}
+
 // ContainerSpec describes a container to start.
 type ContainerSpec struct {
 	Image   string
-	Network string // NetworkHost or NetworkNone
-	Mounts  []Mount
-	Labels  map[string]string
+	Network string // NetworkHost, NetworkNone or JoinNetwork(id)
+	// Hosts are extra /etc/hosts entries, "name:address"; only with
+	// NetworkNone. Containers that join its namespace share them.
+	Hosts  []string
+	Mounts []Mount
+	Labels map[string]string
 	// Limits; zero means the engine default.
 	MemoryBytes int64
 	PidsLimit   int64

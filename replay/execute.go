@@ -72,6 +72,7 @@ type run struct {
 	kept       *State   // what WithKeepState handed over
 	prepared   bool     // the run image and volumes are complete
 	containers []Container
+	sidecar    Container // where the services run; the offline stages join its network
 	mounts     []Mount
 	shell      []string
 	packages   map[string]string
@@ -239,7 +240,7 @@ func toolVolume(tc contract.Toolchain) string {
 // homeKey digests everything that decides what the dependency cache holds.
 func (x *run) homeKey() string {
 	var parts []string
-	parts = append(parts, x.image.ID, x.contract.User, strings.Join(x.contract.SystemPackages, ","))
+	parts = append(parts, x.image.ID, x.contract.User, strings.Join(packageList(x.contract), ","))
 	for _, a := range x.artifacts {
 		parts = append(parts, a.Toolchain.Name+"="+a.Toolchain.Hash)
 	}
@@ -365,8 +366,9 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 	if x.contract.User != "root" {
 		cmds = append(cmds, []string{"useradd", "-m", "-u", "1000", x.contract.User})
 	}
-	if len(x.contract.SystemPackages) > 0 {
-		cmds = append(cmds, append([]string{"sh", "-e", "-c", "apt-get update && apt-get install -y --no-install-recommends \"$@\"", "sh"}, x.contract.SystemPackages...))
+	packages := packageList(x.contract)
+	if len(packages) > 0 {
+		cmds = append(cmds, append([]string{"sh", "-e", "-c", "apt-get update && apt-get install -y --no-install-recommends \"$@\"", "sh"}, packages...))
 	}
 	cmds = append(cmds, []string{"chown", "-R", x.contract.User + ":", srcDir, x.home(), depCacheDir},
 		// Docker copies a mount point's owner from the image into a volume
@@ -380,9 +382,9 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
-	if len(x.contract.SystemPackages) > 0 {
-		names := make([]string, len(x.contract.SystemPackages))
-		for i, p := range x.contract.SystemPackages {
+	if len(packages) > 0 {
+		names := make([]string, len(packages))
+		for i, p := range packages {
 			names[i], _, _ = strings.Cut(p, "=")
 		}
 		ok, out, err := runStep("dpkg-query", append([]string{"dpkg-query", "-W", "-f=${Package}=${Version}\\n"}, names...)...)

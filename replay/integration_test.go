@@ -36,13 +36,19 @@ func realEngine(t *testing.T) *docker.Engine {
 // checks that nothing of the run is left on the engine.
 func runReal(t *testing.T, ctx context.Context, verify ...string) (*replay.Result, error) {
 	t.Helper()
+	return replayReal(t, ctx, testContract(verify...), t.TempDir())
+}
+
+// replayReal replays c on the scratch base image into out and checks that
+// nothing of the run is left on the engine.
+func replayReal(t *testing.T, ctx context.Context, c *contract.Contract, out string) (*replay.Result, error) {
+	t.Helper()
 	e := realEngine(t)
-	c := testContract(verify...)
 	c.Base.Image = scratchBase
 	cache := t.TempDir()
 	rec := &recordingEngine{Engine: e}
 	res, err := replay.New(replay.WithEngine(rec), replay.WithCacheDir(cache), replay.WithNoCache()).
-		Run(ctx, replay.Input{Contract: c, Snapshot: snapshot(), OutDir: t.TempDir()})
+		Run(ctx, replay.Input{Contract: c, Snapshot: snapshot(), OutDir: out})
 	// Only this run's containers count: other tests share the engine.
 	for _, run := range rec.runs() {
 		ids, lerr := e.List(context.Background(), map[string]string{replay.LabelRun: run})

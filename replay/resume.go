@@ -68,7 +68,7 @@ func (r *Runner) Discard(ctx context.Context, s *State) error {
 // setupKey digests everything the run image and the volumes' layout depend
 // on; a state is resumed only by a replay with the same key.
 func (x *run) setupKey() string {
-	parts := []string{x.image.ID, x.contract.User, strings.Join(x.contract.SystemPackages, ","), x.cacheVol, x.inputs.caDigest}
+	parts := []string{x.image.ID, x.contract.User, strings.Join(packageList(x.contract), ","), x.cacheVol, x.inputs.caDigest}
 	for _, a := range x.artifacts {
 		parts = append(parts, a.Toolchain.Name+"="+a.Toolchain.Hash)
 	}

@@ -80,7 +80,12 @@ func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut 
 		e.LogPath, e.LogDigest = rel, digest
 	}
 	f := traces.Classify(res.ExitCode, timedOut, res.OOMKilled, all)
-	strongest := stage != prepareStage && x.contract.Stages[x.strongestIndex()].Name == stage
+	if stage == servicesStage && f != nil && !timedOut {
+		// Whatever stopped it, initdb or the readiness check, the service
+		// never became ready; the end of its log says why.
+		f = traces.NotReady(x.contract.Services[n-1].Name, all)
+	}
+	strongest := stage != prepareStage && stage != servicesStage && x.contract.Stages[x.strongestIndex()].Name == stage
 	var rep results.Report
 	if strongest {
 		rep = results.Parse(all)
@@ -348,6 +353,17 @@ func (x *run) stagesRun(ctx context.Context) error {
 			x.stages = append(x.stages, rec)
 			continue
 		}
+		if !s.Network && x.sidecar == nil && len(x.contract.Services) > 0 {
+			ok, err := x.startServices(ctx)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				failed = true
+				x.stages = append(x.stages, rec)
+				continue
+			}
+		}
 		ok, err := x.stage(ctx, s, x.env(s.Network))
 		if err != nil {
 			return err
@@ -356,13 +372,17 @@ func (x *run) stagesRun(ctx context.Context) error {
 		x.stages = append(x.stages, rec)
 		failed = !ok
 	}
+	x.serviceLogs(ctx)
 	return nil
 }
 
 func (x *run) stage(ctx context.Context, s contract.Stage, env []string) (bool, error) {
 	network := NetworkNone
-	if s.Network {
+	switch {
+	case s.Network:
 		network = NetworkHost
+	case x.sidecar != nil:
+		network = JoinNetwork(x.sidecar.ID())
 	}
 	x.stageStart(s.Name, s.Network)
 	start := x.now()

@@ -36,6 +36,8 @@ type Op struct {
 	Step *contract.Step `json:"step,omitempty"`
 	// Test is the quarantine entry for quarantine.
 	Test *contract.Quarantined `json:"test,omitempty"`
+	// Service is the service add-service declares.
+	Service *contract.Service `json:"service,omitempty"`
 }
 
 // OpKind names an edit.
@@ -60,6 +62,7 @@ const (
 	Quarantine          OpKind = "quarantine"            // Test
 	SetArchive          OpKind = "set-archive"           // Name (suite), Value (Release sha256): what resolved the packages
 	RemoveStep          OpKind = "remove-step"           // Stage, Index
+	AddService          OpKind = "add-service"           // Service
 )
 
 // Apply returns a copy of c with d's ops applied in order; c is untouched.
@@ -86,6 +89,11 @@ func apply(c *contract.Contract, op Op) error {
 			c.SystemPackages = append(c.SystemPackages, op.Name)
 			slices.Sort(c.SystemPackages)
 		}
+	case AddService:
+		if op.Service == nil {
+			return errors.New("no service given")
+		}
+		c.Services = append(c.Services, *op.Service)
 	case RemoveSystemPackage:
 		i := slices.Index(c.SystemPackages, op.Name)
 		if i < 0 {

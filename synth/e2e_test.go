@@ -315,6 +315,29 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-postgres", verified: true, attempts: 1,
+			// the CI service, from Debian in a sidecar, on localhost:5432
+			// with the image's env; the test stage still has no network
+			check: func(t *testing.T, r e2eRun) {
+				s := r.out.Contract.Services
+				if len(s) != 1 || s[0].Name != "postgres" || s[0].Kind != "postgresql" || s[0].Env["POSTGRES_DB"] != "notes_test" || s[0].ServicePort() != 5432 {
+					t.Fatalf("services %+v, want the CI job's postgres", s)
+				}
+				wantPassed(t, r.out, "TestRoundTrip")
+			},
+		},
+		{
+			fixture: "synth-compose-redis", verified: true, attempts: 1,
+			// the compose file's redis, which the README starts before npm test
+			check: func(t *testing.T, r e2eRun) {
+				s := r.out.Contract.Services
+				if len(s) != 1 || s[0].Name != "redis" || s[0].Kind != "redis" || s[0].Source != contract.SourceManifest || s[0].Evidence != "compose.yaml:2" {
+					t.Fatalf("services %+v, want compose.yaml's redis", s)
+				}
+				wantPassed(t, r.out, "counts visits per page")
+			},
+		},
+		{
 			fixture: "synth-flaky", verified: true, rules: []string{"flaky-test"},
 			// fail in a fresh HOME, identical rerun passes, warm pass with
 			// the quarantine, cold pass (the cold HOME fails it again, excused)

@@ -107,6 +107,7 @@ var Rules = []Rule{
 	{"tool-download", toolDownload},
 	{"module-download", moduleDownload},
 	{"network-in-build", networkInBuild},
+	{"missing-service", missingService},
 	{"network-in-test", networkInTest},
 	{"run-as", runAs},
 	{"temp-across-mounts", tempAcrossMounts},
@@ -1164,15 +1165,30 @@ func moduleDownload(s *Situation) []Delta {
 			dirs = append(dirs, best.dir)
 		}
 	}
+	// A nested module whose dependencies were never downloaded has
+	// siblings in the same state: a step that walks the modules (make
+	// test over each go.mod) would meet them one replay at a time.
+	named := len(dirs)
+	if slices.ContainsFunc(dirs, func(d string) bool { return d != "." }) {
+		for _, m := range mods {
+			built := regexp.MustCompile(`(?m)^ok\s+` + regexp.QuoteMeta(m.path) + `(?:/\S*)?\s`).MatchString(a.Log)
+			if !built && !slices.Contains(dirs, m.dir) && !ignoredModuleDir(m.dir) {
+				dirs = append(dirs, m.dir)
+			}
+		}
+	}
 	var ops []Op
 	at := fetchEnd(c)
-	for _, d := range dirs {
+	for i, d := range dirs {
 		cwd := ""
 		if d != "." {
 			cwd = d
 		}
-		st := contract.Step{Run: "go mod download", Cwd: cwd, Evidence: s.cite(line), Source: contract.SourceRepair, Confidence: 0.8,
-			Reason: fmt.Sprintf("the packages of %s/go.mod cannot build offline: its dependencies were never downloaded", d)}
+		why := fmt.Sprintf("the packages of %s/go.mod cannot build offline: its dependencies were never downloaded", d)
+		if i >= named {
+			why = fmt.Sprintf("%s/go.mod is another module of the repository, whose dependencies were not downloaded either", d)
+		}
+		st := contract.Step{Run: "go mod download", Cwd: cwd, Evidence: s.cite(line), Source: contract.SourceRepair, Confidence: 0.8, Reason: why}
 		if fi := stageIndex(c, "fetch"); fi >= 0 && hasStep(c.Stages[fi].Steps, st, false) {
 			continue
 		}
@@ -1183,6 +1199,17 @@ func moduleDownload(s *Situation) []Delta {
 		return nil
 	}
 	return []Delta{{Reason: fmt.Sprintf("download the modules of %s in the fetch stage, with the network", strings.Join(dirs, ", ")), Evidence: s.cite(line), Ops: ops}}
+}
+
+// ignoredModuleDir is a module the go command never builds as part of the
+// repository's: under testdata or vendor.
+func ignoredModuleDir(dir string) bool {
+	for _, part := range strings.Split(dir, "/") {
+		if part == "testdata" || part == "vendor" || strings.HasPrefix(part, ".") && part != "." || strings.HasPrefix(part, "_") {
+			return true
+		}
+	}
+	return false
 }
 
 func cwdDir(cwd string) string {

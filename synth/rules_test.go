@@ -469,19 +469,22 @@ func TestIgnoreScripts(t *testing.T) {
 }
 
 // A package of a nested module that cannot build offline gets its own
-// module downloaded in fetch, once.
+// module downloaded in fetch, once, and so does every sibling module the
+// log does not show built (not one under testdata).
 func TestModuleDownload(t *testing.T) {
 	ev := &discover.Result{Evidence: []discover.Evidence{
 		{Kind: discover.KindGoMod, Path: "go.mod", Line: 1, Facts: map[string]string{"module": "github.com/uptrace/bun"}},
 		{Kind: discover.KindGoMod, Path: "dialect/mssqldialect/go.mod", Line: 1, Facts: map[string]string{"module": "github.com/uptrace/bun/dialect/mssqldialect"}},
 		{Kind: discover.KindGoMod, Path: "dialect/pgdialect/go.mod", Line: 1, Facts: map[string]string{"module": "github.com/uptrace/bun/dialect/pgdialect"}},
+		{Kind: discover.KindGoMod, Path: "driver/pgdriver/go.mod", Line: 1, Facts: map[string]string{"module": "github.com/uptrace/bun/driver/pgdriver"}},
+		{Kind: discover.KindGoMod, Path: "internal/testdata/mod/go.mod", Line: 1, Facts: map[string]string{"module": "example.com/fixture"}},
 	}}
 	const log = "dialect.go:12:2: golang.org/x/mod@v0.33.0: Get \"https://proxy.golang.org/golang.org/x/mod/@v/v0.33.0.zip\": dial tcp: lookup proxy.golang.org on 10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable\nFAIL\tgithub.com/uptrace/bun/dialect/mssqldialect [setup failed]\nok  \tgithub.com/uptrace/bun/dialect/pgdialect\t0.1s\n"
 	c := draft()
 	f := traces.Classify(1, false, false, []byte(log))
 	a := &Attempt{N: 2, Contract: c, Stage: "verify", Failure: f, Log: log}
 	ds := moduleDownload(&Situation{Attempt: a, Evidence: ev})
-	if len(ds) != 1 || len(ds[0].Ops) != 1 {
+	if len(ds) != 1 || len(ds[0].Ops) != 2 {
 		t.Fatalf("deltas %+v", ds)
 	}
 	next, err := Apply(c, ds[0])
@@ -489,7 +492,8 @@ func TestModuleDownload(t *testing.T) {
 		t.Fatal(err)
 	}
 	steps := next.Stages[0].Steps
-	if last := steps[len(steps)-1]; last.Run != "go mod download" || last.Cwd != "dialect/mssqldialect" {
+	if n := len(steps); steps[n-2].Cwd != "dialect/mssqldialect" || steps[n-1].Cwd != "driver/pgdriver" || steps[n-1].Run != "go mod download" ||
+		!strings.Contains(steps[n-1].Reason, "another module of the repository") {
 		t.Fatalf("fetch %+v", steps)
 	}
 	if err := check(c, next, false, false); err != nil {

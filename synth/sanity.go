@@ -3,6 +3,7 @@ package synth
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
@@ -112,6 +113,13 @@ func check(before, after *contract.Contract, moveTests, drop bool) error {
 			if e.re.MatchString(v) {
 				return &Weakening{fmt.Sprintf("sets %s=%q, which %s", k, v, e.why)}
 			}
+		}
+	}
+	// A service may be added, never taken away: tests that skip without
+	// their database would then pass by running less.
+	for _, s := range before.Services {
+		if !slices.ContainsFunc(after.Services, func(o contract.Service) bool { return o.Name == s.Name && o.Kind == s.Kind }) {
+			return &Weakening{fmt.Sprintf("drops the service %s", s.Name)}
 		}
 	}
 	old := map[string]bool{}

@@ -87,6 +87,8 @@ type Outcome struct {
 	Elapsed   time.Duration
 	Diagnosis string
 	UsedLLM   bool
+	// evidence is what the loop was given, which the diagnosis cites.
+	evidence *discover.Result
 }
 
 // Replays counts the attempts that replayed, leaving out those judged again
@@ -164,7 +166,7 @@ func New(v Verifier, opts ...Option) *Loop {
 // Outcome holds everything done so far.
 func (l *Loop) Run(ctx context.Context, draft *contract.Contract, ev *discover.Result) (*Outcome, error) {
 	start := l.now()
-	out := &Outcome{Contract: draft, UsedLLM: l.reviser != nil}
+	out := &Outcome{Contract: draft, UsedLLM: l.reviser != nil, evidence: ev}
 	defer func() { out.Elapsed = l.now().Sub(start) }()
 	// The wall budget bounds a replay too: one that outlives it is
 	// interrupted (its trace kept) rather than run to the end.
@@ -661,6 +663,8 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 		b.WriteString("the step runs out of memory.")
 	case traces.Permission:
 		b.WriteString("a permission is denied that neither user setting fixes.")
+	case traces.ServiceNotReady:
+		fmt.Fprintf(&b, "the service %s never answered its readiness check; the end of its log says why.", orWhat(f.Subject))
 	default:
 		b.WriteString("no rule recognises this failure.")
 	}
@@ -676,6 +680,9 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 			pkgs = pkgs[:5]
 		}
 		fmt.Fprintf(&b, " Packages that do not compile, whose tests never ran: %s%s.", strings.Join(pkgs, ", "), more)
+	}
+	if u := unprovided(last, out.evidence); len(u) > 0 {
+		fmt.Fprintf(&b, " The tests could not connect to services a hosted runner starts and no Debian package stands in for: %s.", strings.Join(u, "; "))
 	}
 	if m := playwrightMissingRe.FindStringSubmatch(last.Log); m != nil && !strings.HasPrefix(m[3], "chromium") {
 		fmt.Fprintf(&b, " The tests need Playwright's own %s build (%s), a patched browser Debian does not ship; only chromium can be provided.", m[3], m[2])

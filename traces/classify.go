@@ -239,6 +239,13 @@ func Classify(exitCode int, timedOut, oom bool, log []byte) *Failure {
 	return &Failure{Class: Unknown, Subject: "exit " + strconv.Itoa(exitCode), Lines: tellingLines(lines, maxLines)}
 }
 
+// NotReady is the failure of a service that never became ready: the end
+// of its start-up log says why.
+func NotReady(service string, log []byte) *Failure {
+	lines := strings.Split(string(bytes.ToValidUTF8(log, []byte("\uFFFD"))), "\n")
+	return &Failure{Class: ServiceNotReady, Subject: service, Lines: lastLines(lines, maxLines)}
+}
+
 // errorish marks a line that states an error rather than a stack frame or
 // a progress note.
 var errorish = regexp.MustCompile(`(?i)(^|[^a-z])(error|fatal|panic|exception)\b|ERR!|ERR_[A-Z_]+|\bfailed\b`)

@@ -82,5 +82,8 @@ const (
 	Timeout               Class = "timeout"
 	OutOfMemory           Class = "oom"
 	Permission            Class = "permission"
-	Unknown               Class = "unknown"
+	// ServiceNotReady: a service the contract declares never answered its
+	// readiness check.
+	ServiceNotReady Class = "service-not-ready"
+	Unknown         Class = "unknown"
 )

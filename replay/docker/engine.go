@@ -189,8 +189,11 @@ func (e *Engine) RemoveVolume(ctx context.Context, name string) error {
 // Start implements replay.Engine. Volumes a mount names are created first
 // with the managed label, rather than implicitly and unlabelled by Docker.
 func (e *Engine) Start(ctx context.Context, spec replay.ContainerSpec) (replay.Container, error) {
-	if spec.Network != replay.NetworkHost && spec.Network != replay.NetworkNone {
-		return nil, fmt.Errorf("starting container: network mode %q is neither %q nor %q", spec.Network, replay.NetworkHost, replay.NetworkNone)
+	if err := replay.CheckNetwork(spec.Network); err != nil {
+		return nil, fmt.Errorf("starting container: %w", err)
+	}
+	if len(spec.Hosts) > 0 && spec.Network != replay.NetworkNone {
+		return nil, fmt.Errorf("starting container: host entries need network mode %q, not %q", replay.NetworkNone, spec.Network)
 	}
 	cfg := &container.Config{
 		Image:  spec.Image,
@@ -200,6 +203,7 @@ func (e *Engine) Start(ctx context.Context, spec replay.ContainerSpec) (replay.C
 	host := &container.HostConfig{
 		NetworkMode: container.NetworkMode(spec.Network),
 		AutoRemove:  false,
+		ExtraHosts:  spec.Hosts,
 	}
 	if spec.Network == replay.NetworkNone {
 		// Loopback as a runner has it, ::1 beside 127.0.0.1: Node resolves

@@ -67,6 +67,7 @@ func Run(t *testing.T, engine replay.Engine, caps Capabilities) {
 	t.Run("Timeout", s.timeout)
 	t.Run("RemoveLeavesNothing", s.removeLeavesNothing)
 	t.Run("BadNetworkMode", s.badNetworkMode)
+	t.Run("JoinNetwork", s.joinNetwork)
 	t.Run("MissingImage", s.missingImage)
 	if caps.Network {
 		t.Run("NetworkModes", s.networkModes)
@@ -460,6 +461,34 @@ func (s *suite) badNetworkMode(t *testing.T) {
 	}
 	if left, _ := s.engine.List(ctxFor(t), labels); len(left) != 0 {
 		t.Errorf("a refused Start left containers %q", left)
+	}
+}
+
+// joinNetwork: a container may join the namespace of a running one, never
+// of one that is gone, and only a container of its own namespace takes
+// host entries; with Network, the joiner has the other's loopback and its
+// host names.
+func (s *suite) joinNetwork(t *testing.T) {
+	labels := map[string]string{"dev.bootstrap.run": unique("run")}
+	if c, err := s.engine.Start(ctxFor(t), replay.ContainerSpec{Image: s.caps.Image, Network: replay.NetworkHost, Hosts: []string{"db:127.0.0.1"}, Labels: labels}); err == nil {
+		_ = s.engine.RemoveContainer(context.Background(), c.ID())
+		t.Error("Start with host entries on the host network: no error")
+	}
+	side := s.start(t, replay.ContainerSpec{Network: replay.NetworkNone, Hosts: []string{"db:127.0.0.1"}, Labels: labels})
+	joined := s.start(t, replay.ContainerSpec{Network: replay.JoinNetwork(side.ID()), Labels: labels})
+	gone := s.start(t, replay.ContainerSpec{Network: replay.NetworkNone, Labels: labels})
+	if err := gone.Remove(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
+	if c, err := s.engine.Start(ctxFor(t), replay.ContainerSpec{Image: s.caps.Image, Network: replay.JoinNetwork(gone.ID()), Labels: labels}); err == nil {
+		_ = s.engine.RemoveContainer(context.Background(), c.ID())
+		t.Error("Start joining a removed container's network: no error")
+	}
+	if !s.caps.Network {
+		return
+	}
+	if o := run(t, joined, replay.ExecSpec{Cmd: sh("ls /sys/class/net; getent ahosts db | head -n 1"), Env: stdEnv}); !strings.HasPrefix(o.stdout, "lo\n127.0.0.1 ") {
+		t.Errorf("the joiner's interfaces and db: %q", o.stdout)
 	}
 }
 

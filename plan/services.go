@@ -1,0 +1,222 @@
+package plan
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"path"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/discover"
+)
+
+// serviceImages maps a service image's name (its last path element, no
+// tag) to the kind of daemon Debian's package provides in its place. The
+// images not listed (mongo, rabbitmq, elasticsearch, ...) have no stand-in.
+var serviceImages = map[string]string{
+	"postgres": "postgresql", "postgresql": "postgresql",
+	"mysql": "mariadb", "mariadb": "mariadb", "percona-server": "mariadb",
+	"redis": "redis", "valkey": "redis",
+	"memcached": "memcached",
+}
+
+// imageName is an image reference's repository name without registry,
+// namespace, tag or digest: "docker.io/bitnami/postgresql:16@sha256:…"
+// is "postgresql".
+func imageName(ref string) string {
+	ref, _, _ = strings.Cut(ref, "@")
+	name := path.Base(ref)
+	name, _, _ = strings.Cut(name, ":")
+	return strings.ToLower(name)
+}
+
+// ciServices declares the services of the chosen jobs: each a daemon from
+// Debian configured with the service's env and listening where the job's
+// steps dial it, or, when no package stands in for its image, a skipped
+// decision that names the image.
+func (p *run) ciServices() {
+	seen := map[string]bool{}
+	for _, pk := range p.picked {
+		j := pk.job
+		ctx := exprCtx{matrix: pk.choice.cell, inputs: j.inputs, missingEmpty: j.matrix != nil}
+		for _, e := range p.each(discover.KindGHAService) {
+			if e.Path != j.wf.path || e.Facts["job"] != j.id || seen[e.Facts["name"]] {
+				continue
+			}
+			if s, why := p.service(e, ctx, j.fact("container") != ""); why != "" {
+				p.skip("service", e.Facts["name"]+" ("+e.Facts["image"]+")", e, why)
+			} else {
+				seen[s.Name] = true
+				p.c.Services = append(p.c.Services, s)
+				p.decide("service", fmt.Sprintf("%s: %s on port %d", s.Name, s.Kind, s.ServicePort()), &e, s.Reason)
+			}
+		}
+	}
+}
+
+// composeUp finds a command that starts Compose services; the group is
+// the file it names with -f, if any.
+var composeUp = regexp.MustCompile(`docker[ -]compose\b(?:[^\n;&|]*?\s(?:-f|--file)[ =](\S+))?[^\n;&|]*\sup\b`)
+
+// composeDefaults are the files Compose reads when no -f names one.
+var composeDefaults = []string{"compose.yaml", "compose.yml", "docker-compose.yml", "docker-compose.yaml"}
+
+// composeServices declares the services of the Compose files that the
+// chosen jobs' steps, the docs or a Makefile start (docker compose up)
+// around the tests, as ciServices does for a job's own.
+func (p *run) composeServices() {
+	files := map[string]discover.Evidence{}
+	add := func(text string, e discover.Evidence, dir string) {
+		for _, m := range composeUp.FindAllStringSubmatch(text, -1) {
+			names := composeDefaults
+			if m[1] != "" {
+				names = []string{strings.Trim(m[1], `"'`)}
+			}
+			for _, n := range names {
+				f := path.Join(dir, n)
+				if _, ok := files[f]; !ok {
+					files[f] = e
+				}
+			}
+		}
+	}
+	for _, pk := range p.picked {
+		for _, st := range pk.job.steps {
+			add(st.run(), st.ev, path.Clean(cmp.Or(st.ev.Facts["working-directory"], ".")))
+		}
+	}
+	for _, e := range p.res.Evidence {
+		switch e.Kind {
+		case discover.KindDocCommand:
+			add(e.Facts["command"], e, path.Dir(e.Path))
+		case discover.KindMakeTarget:
+			add(e.Facts["recipe"], e, path.Dir(e.Path))
+		}
+	}
+	for _, e := range p.each(discover.KindComposeService) {
+		by, ok := files[e.Path]
+		if !ok || slices.ContainsFunc(p.c.Services, func(o contract.Service) bool { return strings.EqualFold(o.Name, e.Facts["name"]) }) {
+			continue
+		}
+		svc, why := ServiceOf(e)
+		if why == "" && slices.ContainsFunc(p.c.Services, func(o contract.Service) bool { return o.ServicePort() == svc.ServicePort() }) {
+			why = fmt.Sprintf("port %d is another service's", svc.ServicePort())
+		}
+		if why != "" {
+			p.skip("service", e.Facts["name"]+" ("+e.Facts["image"]+")", e, why)
+			continue
+		}
+		svc.Source = contract.SourceManifest
+		svc.Reason = fmt.Sprintf("%s starts the services of %s with docker compose; Debian's package stands in for %s", by.Ref(), e.Path, svc.Image)
+		p.c.Services = append(p.c.Services, svc)
+		p.decide("service", fmt.Sprintf("%s: %s on port %d", svc.Name, svc.Kind, svc.ServicePort()), &e, svc.Reason)
+	}
+}
+
+// composeVar is Compose's interpolation: ${NAME}, ${NAME:-default},
+// ${NAME-default}, $NAME.
+var composeVar = regexp.MustCompile(`\$\{([A-Za-z_][A-Za-z0-9_]*)(?:(:?-)([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)`)
+
+// composeValue interpolates a Compose value with the defaults it gives;
+// a variable without one is set only where compose runs, so why says so.
+func composeValue(v string) (string, string) {
+	why := ""
+	out := composeVar.ReplaceAllStringFunc(strings.ReplaceAll(v, "$$", "\x00"), func(m string) string {
+		g := composeVar.FindStringSubmatch(m)
+		if g[2] == "" {
+			why = fmt.Sprintf("reads %s, which the environment of docker compose sets", m)
+			return m
+		}
+		return g[3]
+	})
+	return strings.ReplaceAll(out, "\x00", "$"), why
+}
+
+// ServiceOf reads one CI or Compose service (KindGHAService or
+// KindComposeService evidence) as the planner would outside any matrix
+// cell; why says what keeps it out of a contract.
+func ServiceOf(e discover.Evidence) (s contract.Service, why string) {
+	p := &run{c: &contract.Contract{}}
+	if e.Kind == discover.KindComposeService {
+		facts := maps.Clone(e.Facts)
+		for _, k := range slices.Sorted(maps.Keys(facts)) {
+			if facts[k], why = composeValue(facts[k]); why != "" {
+				return contract.Service{}, why
+			}
+		}
+		e.Facts = facts
+	}
+	return p.service(e, exprCtx{}, false)
+}
+
+// service reads one CI service; why says what keeps it out.
+func (p *run) service(e discover.Evidence, ctx exprCtx, inContainer bool) (contract.Service, string) {
+	name := e.Facts["name"]
+	image, why := p.expandWith(e.Facts["image"], ctx, false)
+	if why != "" {
+		return contract.Service{}, "its image " + why
+	}
+	kind, ok := serviceImages[imageName(image)]
+	if !ok {
+		return contract.Service{}, fmt.Sprintf("no Debian package stands in for the image %s here, and no image can be pulled", image)
+	}
+	s := contract.Service{Name: name, Kind: kind, Image: image, Evidence: e.Ref(), Source: contract.SourceCI,
+		Reason: fmt.Sprintf("the test job starts %s as a service; Debian's package stands in for the image", image)}
+	for k, v := range e.Facts {
+		key, ok := strings.CutPrefix(k, "env.")
+		if !ok {
+			continue
+		}
+		if g := expr.FindStringSubmatch(v); g != nil && secretRef.MatchString(g[1]) {
+			return contract.Service{}, fmt.Sprintf("its %s comes from a secret, and a service's env is plain text in the contract", key)
+		}
+		val, why := p.expandWith(v, ctx, false)
+		if why != "" {
+			return contract.Service{}, fmt.Sprintf("its %s %s", key, why)
+		}
+		if s.Env == nil {
+			s.Env = map[string]string{}
+		}
+		s.Env[key] = val
+	}
+	port, why := servicePort(e.Facts["ports"], contract.ServiceKinds[kind], inContainer)
+	if why != "" {
+		return contract.Service{}, why
+	}
+	if port != contract.ServiceKinds[kind] {
+		s.Port = port
+	}
+	if err := contract.ValidateService(s); err != nil {
+		return contract.Service{}, err.Error()
+	}
+	if slices.ContainsFunc(p.c.Services, func(o contract.Service) bool { return o.ServicePort() == s.ServicePort() }) {
+		return contract.Service{}, fmt.Sprintf("port %d is another service's", s.ServicePort())
+	}
+	return s, ""
+}
+
+// servicePort is the port a job's steps reach a service on: the runner's
+// end of the mapping of the image's own port, or that port itself in a
+// container job, which reaches services by name, or without a mapping.
+func servicePort(ports string, own int, inContainer bool) (int, string) {
+	if ports == "" || inContainer {
+		return own, ""
+	}
+	for _, m := range strings.Split(ports, ",") {
+		m, _, _ = strings.Cut(strings.TrimSpace(m), "/")
+		parts := strings.Split(m, ":")
+		if c, err := strconv.Atoi(parts[len(parts)-1]); err != nil || c != own || len(parts) < 2 {
+			continue
+		}
+		h, err := strconv.Atoi(parts[len(parts)-2])
+		if err != nil || h < 1 || h > 65535 {
+			return 0, fmt.Sprintf("its port mapping %q is not host:container", m)
+		}
+		return h, ""
+	}
+	return own, ""
+}

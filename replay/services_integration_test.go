@@ -1,0 +1,95 @@
+package replay_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+func service(name, kind string, port int, env map[string]string) contract.Service {
+	return contract.Service{Name: name, Kind: kind, Port: port, Env: env, Evidence: "ci.yml:1", Source: contract.SourceCI, Reason: "test"}
+}
+
+// TestRealServices replays a contract whose offline stage reaches every
+// kind of service by its CI host name and port, configured by the env its
+// image reads, while the network stays off.
+func TestRealServices(t *testing.T) {
+	c := testContract(
+		// The stage has loopback only, and the services' names resolve to it.
+		`test "$(ls /sys/class/net)" = lo`,
+		`! timeout 5 bash -c '</dev/tcp/192.0.2.1/80'`,
+		`getent ahosts db | grep -q '^127.0.0.1 '`,
+		`PGPASSWORD=s3cret psql -h db -p 5433 -U app -d appdb -tAc 'select 40+2' | grep -qx 42`,
+		`! PGPASSWORD=wrong psql -h 127.0.0.1 -p 5433 -U app -d appdb -c 'select 1'`,
+		`mariadb -h mysql -P 3306 --protocol=tcp -uweb -pweb shop -e 'create table t (n int); insert into t values (7)'`,
+		`mariadb -h 127.0.0.1 -uroot -proot -N -e 'select n from shop.t' | grep -qx 7`,
+		// A second instance of a kind, on its own port, as a CI job maps mysql5 beside mysql8.
+		`mariadb -h 127.0.0.1 -P 13306 -uuser -ppass -N -e 'select database()' test | grep -qx test`,
+		`test "$(redis-cli -h cache set k v)" = OK && test "$(redis-cli -h localhost -p 6379 get k)" = v`,
+		`printf 'version\r\nquit\r\n' | timeout 5 bash -c 'exec 3<>/dev/tcp/memcached/11211; cat >&3; head -n1 <&3' | grep -q '^VERSION'`,
+	)
+	c.Services = []contract.Service{
+		service("db", "postgresql", 5433, map[string]string{"POSTGRES_USER": "app", "POSTGRES_PASSWORD": "s3cret", "POSTGRES_DB": "appdb"}),
+		service("mysql", "mariadb", 0, map[string]string{"MYSQL_ROOT_PASSWORD": "root", "MYSQL_DATABASE": "shop", "MYSQL_USER": "web", "MYSQL_PASSWORD": "web"}),
+		service("mariadb", "mariadb", 13306, map[string]string{"MARIADB_ROOT_PASSWORD": "pass", "MARIADB_DATABASE": "test", "MARIADB_USER": "user", "MARIADB_PASSWORD": "pass"}),
+		service("cache", "redis", 0, nil),
+		service("memcached", "memcached", 0, nil),
+	}
+	out := t.TempDir()
+	res, err := replayReal(t, context.Background(), c, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != traces.Pass {
+		b, _ := os.ReadFile(filepath.Join(out, res.Failure.LogPath))
+		t.Fatalf("verdict %s: %+v %+v\n%s", res.Verdict, res.Failure, res.Failure.Failure, b)
+	}
+	for _, p := range []string{"postgresql", "mariadb-server", "redis-server", "memcached"} {
+		if res.Record.SystemPackages[p] == "" {
+			t.Errorf("the record names no version of %s: %v", p, res.Record.SystemPackages)
+		}
+	}
+	evs, err := traces.Read(filepath.Join(out, "trace.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []string
+	for _, e := range evs {
+		if e.Type == traces.StepEnd && e.Stage == "_services" && e.LogPath != "" {
+			b, err := os.ReadFile(filepath.Join(out, e.LogPath))
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs = append(logs, string(b))
+		}
+	}
+	// Five starts and five of the daemons' own logs; postgres's says it listened.
+	if len(logs) != 10 || !strings.Contains(logs[5], "database system is ready to accept connections") {
+		t.Errorf("service logs in the trace: %d, postgres's: %.300q", len(logs), logs)
+	}
+}
+
+// TestRealServiceNotReady: a service that cannot start stops the replay
+// before the stage, with the class that says so, the service's name and
+// the line of its log that says why.
+func TestRealServiceNotReady(t *testing.T) {
+	c := testContract("echo never")
+	c.Services = []contract.Service{service("db", "postgresql", 0, map[string]string{"POSTGRES_INITDB_ARGS": "--locale=xx_XX.UTF-8"})}
+	res, err := replayReal(t, context.Background(), c, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.Failure
+	if res.Verdict != traces.Fail || f == nil || f.Step != "_services/1" || f.Failure.Class != traces.ServiceNotReady || f.Failure.Subject != "db" ||
+		!strings.Contains(strings.Join(f.Failure.Lines, "\n"), "xx_XX") {
+		t.Fatalf("verdict %s failure %+v %+v", res.Verdict, f, f.Failure)
+	}
+	if got := res.Record.Stages[1].Verdict; got != "not-run" {
+		t.Errorf("the stage after the services ran: %s", got)
+	}
+}
