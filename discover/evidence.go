@@ -137,6 +137,11 @@ const (
 	// KindGHAService: a job service container. Facts: name, image,
 	// env.<NAME> for each env entry, ports (its entries, comma separated).
 	KindGHAService Kind = "gha.service"
+	// KindGitLabService: a GitLab job's service, at its entry. Facts: job,
+	// image, name (its alias, else the host name GitLab derives from the
+	// image), env.<NAME> for the global and job variables, which GitLab
+	// passes to services, and the service's own.
+	KindGitLabService Kind = "gitlab.service"
 	// KindGHAEnv: a workflow or job env entry. Facts: name, value, scope
 	// (workflow or job); job and runs-on only when scope is job.
 	KindGHAEnv Kind = "gha.env"

@@ -55,10 +55,36 @@ func mineGitLab(f *file) {
 		}
 		var names []string
 		if svc := look("services"); svc != nil && svc.Kind == yaml.SequenceNode {
-			for _, c := range svc.Content {
-				if n := imageName(c); n != "" {
-					names = append(names, n)
+			// A job's variables reach its services too, as GitLab passes them.
+			vars := map[string]string{}
+			for _, n := range []*yaml.Node{valueOf(root, "variables"), look("variables")} {
+				for _, v := range pairs(n) {
+					if v[1].Kind == yaml.ScalarNode {
+						vars[v[0].Value] = v[1].Value
+					} else if val := scalar(v[1], "value"); val != "" {
+						vars[v[0].Value] = val
+					}
 				}
+			}
+			for _, c := range svc.Content {
+				n := imageName(c)
+				if n == "" {
+					continue
+				}
+				names = append(names, n)
+				facts := map[string]string{"job": job, "image": n, "name": gitlabServiceHost(n)}
+				for k, v := range vars {
+					facts["env."+k] = v
+				}
+				if c.Kind == yaml.MappingNode {
+					if a := scalar(c, "alias"); a != "" {
+						facts["name"], _, _ = strings.Cut(a, ",")
+					}
+					for _, v := range pairs(valueOf(c, "variables")) {
+						facts["env."+v[0].Value] = text(v[1])
+					}
+				}
+				f.add(KindGitLabService, c.Line, f.lineText(c.Line), facts)
 			}
 		}
 		if len(names) > 0 {
@@ -136,6 +162,20 @@ func gitlabTagsOnly(only, rules *yaml.Node) bool {
 		}
 	}
 	return true
+}
+
+// gitlabServiceHost is the host name GitLab gives a service without an
+// alias: the image's name without its tag, the namespace's slashes made
+// dashes (tutum/wordpress is tutum-wordpress).
+func gitlabServiceHost(image string) string {
+	image, _, _ = strings.Cut(image, "@")
+	if i := strings.LastIndex(image, ":"); i > strings.LastIndex(image, "/") {
+		image = image[:i]
+	}
+	if i := strings.Index(image, "/"); i >= 0 && strings.ContainsAny(image[:i], ".:") {
+		image = image[i+1:] // a registry host is not part of the name
+	}
+	return strings.ReplaceAll(image, "/", "-")
 }
 
 // imageName reads an image: or services: entry, a name or {name: ...}.

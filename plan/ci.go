@@ -83,7 +83,6 @@ func (p *run) ci() {
 	p.picked = kept
 	p.ciEnv()
 	p.ciServices()
-	p.composeServices()
 }
 
 // jobCommands lists a job's commands with the directory each runs in,

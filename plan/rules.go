@@ -158,6 +158,7 @@ func (r *Rules) Explain(ctx context.Context, res *discover.Result) (*Result, err
 	if err := p.stages(); err != nil {
 		return nil, err
 	}
+	p.composeServices()
 	if err := p.toolchains(); err != nil {
 		return nil, err
 	}

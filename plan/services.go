@@ -24,6 +24,10 @@ var serviceImages = map[string]string{
 	"memcached": "memcached",
 }
 
+// imageVar matches "KIND NAME" for a variable the image a kind stands in
+// for reads.
+var imageVar = regexp.MustCompile(`^(postgresql POSTGRES|mariadb (MYSQL|MARIADB))_`)
+
 // imageName is an image reference's repository name without registry,
 // namespace, tag or digest: "docker.io/bitnami/postgresql:16@sha256:…"
 // is "postgresql".
@@ -43,11 +47,14 @@ func (p *run) ciServices() {
 	for _, pk := range p.picked {
 		j := pk.job
 		ctx := exprCtx{matrix: pk.choice.cell, inputs: j.inputs, missingEmpty: j.matrix != nil}
-		for _, e := range p.each(discover.KindGHAService) {
+		for _, e := range append(p.each(discover.KindGHAService), p.each(discover.KindGitLabService)...) {
 			if e.Path != j.wf.path || e.Facts["job"] != j.id || seen[e.Facts["name"]] {
 				continue
 			}
-			if s, why := p.service(e, ctx, j.fact("container") != ""); why != "" {
+			// A GitLab job runs in a container and reaches its services by
+			// name on their own ports, as a GitHub container job does.
+			inContainer := j.fact("container") != "" || e.Kind == discover.KindGitLabService
+			if s, why := p.service(e, ctx, inContainer); why != "" {
 				p.skip("service", e.Facts["name"]+" ("+e.Facts["image"]+")", e, why)
 			} else {
 				seen[s.Name] = true
@@ -66,9 +73,17 @@ var composeUp = regexp.MustCompile(`docker[ -]compose\b(?:[^\n;&|]*?\s(?:-f|--fi
 var composeDefaults = []string{"compose.yaml", "compose.yml", "docker-compose.yml", "docker-compose.yaml"}
 
 // composeServices declares the services of the Compose files that the
-// chosen jobs' steps, the docs or a Makefile start (docker compose up)
-// around the tests, as ciServices does for a job's own.
+// chosen jobs' steps, or the docs or a Makefile of a project whose tests
+// the contract runs, start (docker compose up), as ciServices does for a
+// job's own. An example's README that starts its own compose file is not
+// the project's test setup.
 func (p *run) composeServices() {
+	roots := map[string]bool{}
+	if si := p.c.Strongest(); si >= 0 {
+		for _, st := range p.c.Stages[si].Steps {
+			roots[p.projectOf(cmp.Or(st.Cwd, "."))] = true
+		}
+	}
 	files := map[string]discover.Evidence{}
 	add := func(text string, e discover.Evidence, dir string) {
 		for _, m := range composeUp.FindAllStringSubmatch(text, -1) {
@@ -90,6 +105,9 @@ func (p *run) composeServices() {
 		}
 	}
 	for _, e := range p.res.Evidence {
+		if !roots[path.Dir(e.Path)] {
+			continue
+		}
 		switch e.Kind {
 		case discover.KindDocCommand:
 			add(e.Facts["command"], e, path.Dir(e.Path))
@@ -168,7 +186,9 @@ func (p *run) service(e discover.Evidence, ctx exprCtx, inContainer bool) (contr
 		Reason: fmt.Sprintf("the test job starts %s as a service; Debian's package stands in for the image", image)}
 	for k, v := range e.Facts {
 		key, ok := strings.CutPrefix(k, "env.")
-		if !ok {
+		if !ok || e.Kind == discover.KindGitLabService && !imageVar.MatchString(kind+" "+key) {
+			// GitLab hands a service every variable of its job; only
+			// those the images read configure it.
 			continue
 		}
 		if g := expr.FindStringSubmatch(v); g != nil && secretRef.MatchString(g[1]) {

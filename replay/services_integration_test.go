@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/traces"
@@ -91,5 +92,35 @@ func TestRealServiceNotReady(t *testing.T) {
 	}
 	if got := res.Record.Stages[1].Verdict; got != "not-run" {
 		t.Errorf("the stage after the services ran: %s", got)
+	}
+}
+
+// TestRealServicesCancel: Ctrl-C while a stage runs beside a service
+// leaves neither the stage's container nor the sidecar (replayReal checks
+// every container of the run).
+func TestRealServicesCancel(t *testing.T) {
+	c := testContract("touch /tmp/started; sleep 120")
+	c.Services = []contract.Service{service("cache", "redis", 0, nil)}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := t.TempDir()
+	go func() {
+		// Cancel once the stage's step has started, after the services.
+		for ctx.Err() == nil {
+			if b, _ := os.ReadFile(filepath.Join(out, "trace.jsonl")); strings.Contains(string(b), `"step":"verify/1"`) {
+				time.Sleep(time.Second)
+				cancel()
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	_, err := replayReal(t, ctx, c, out)
+	if err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Fatalf("err = %v, want cancellation", err)
+	}
+	b, _ := os.ReadFile(filepath.Join(out, "trace.jsonl"))
+	if !strings.Contains(string(b), `"step":"_services/1"`) {
+		t.Errorf("the trace kept no service start:\n%s", b)
 	}
 }
