@@ -582,7 +582,7 @@ func (p *run) planJob(pk picked) {
 	j := pk.job
 	cellS := cellString(pk.choice)
 	p.out.Jobs = append(p.out.Jobs, JobRole{Job: j.ref(), Role: roleName(j.role), Why: j.why, Chosen: true, Cell: cellS, Evidence: j.ev.Ref()})
-	base := exprCtx{matrix: pk.choice.cell, inputs: j.inputs, missingEmpty: j.matrix != nil, env: p.jobEnv(j)}
+	base := exprCtx{matrix: pk.choice.cell, inputs: j.inputs, missingEmpty: j.matrix != nil, env: p.jobEnv(j), servicePorts: p.jobServicePorts(pk)}
 	defer p.containerVersion(j, base)
 	last := p.lastTestStep(j, pk.choice, base)
 	for i, s := range j.steps {
@@ -1196,7 +1196,7 @@ func (p *run) ciEnv() {
 		var ctx exprCtx
 		for _, pk := range p.picked {
 			if pk.job.wf.path == e.Path {
-				ctx = exprCtx{matrix: pk.choice.cell, inputs: pk.job.inputs, missingEmpty: pk.job.matrix != nil}
+				ctx = exprCtx{matrix: pk.choice.cell, inputs: pk.job.inputs, missingEmpty: pk.job.matrix != nil, servicePorts: p.jobServicePorts(pk)}
 				break
 			}
 		}
@@ -1275,6 +1275,9 @@ type exprCtx struct {
 	// parent is the job's context around a composite action's steps,
 	// where the values of the action's inputs are evaluated.
 	parent *exprCtx
+	// servicePorts maps the job's service ids to the port each listens
+	// on in the contract, for job.services.<id>.ports[...].
+	servicePorts map[string]string
 }
 
 // jobEnv is the env the workflow and the job set, as a uses step sees it.

@@ -494,6 +494,14 @@ func (c exprCtx) lookup(path []string) any {
 		if len(path) >= 3 && path[1] == "event" && path[2] == "pull_request" {
 			return nil
 		}
+	case "job":
+		// job.services.<id>.ports[<port>]: where a job's steps reach a
+		// service whose port the runner maps at random.
+		if len(path) == 5 && path[1] == "services" && path[3] == "ports" {
+			if p, ok := c.servicePorts[path[2]]; ok {
+				return p
+			}
+		}
 	case "runner":
 		if len(path) == 2 {
 			switch path[1] {

@@ -47,14 +47,11 @@ func (p *run) ciServices() {
 	for _, pk := range p.picked {
 		j := pk.job
 		ctx := exprCtx{matrix: pk.choice.cell, inputs: j.inputs, missingEmpty: j.matrix != nil}
-		for _, e := range append(p.each(discover.KindGHAService), p.each(discover.KindGitLabService)...) {
-			if e.Path != j.wf.path || e.Facts["job"] != j.id || seen[e.Facts["name"]] {
+		for _, e := range p.jobServices(j) {
+			if seen[e.Facts["name"]] {
 				continue
 			}
-			// A GitLab job runs in a container and reaches its services by
-			// name on their own ports, as a GitHub container job does.
-			inContainer := j.fact("container") != "" || e.Kind == discover.KindGitLabService
-			if s, why := p.service(e, ctx, inContainer); why != "" {
+			if s, why := p.service(e, ctx, p.inContainer(j, e)); why != "" {
 				p.skip("service", e.Facts["name"]+" ("+e.Facts["image"]+")", e, why)
 			} else {
 				seen[s.Name] = true
@@ -169,6 +166,37 @@ func ServiceOf(e discover.Evidence) (s contract.Service, why string) {
 		e.Facts = facts
 	}
 	return p.service(e, exprCtx{}, false)
+}
+
+// jobServicePorts maps the ids of a chosen job's services that a replay
+// provides to the port each listens on, as the expression
+// job.services.<id>.ports[...] reads it.
+func (p *run) jobServicePorts(pk picked) map[string]string {
+	m := map[string]string{}
+	ctx := exprCtx{matrix: pk.choice.cell, inputs: pk.job.inputs, missingEmpty: pk.job.matrix != nil}
+	for _, e := range p.jobServices(pk.job) {
+		if s, why := (&run{c: &contract.Contract{}}).service(e, ctx, p.inContainer(pk.job, e)); why == "" {
+			m[s.Name] = strconv.Itoa(s.ServicePort())
+		}
+	}
+	return m
+}
+
+// jobServices is the service evidence of a job.
+func (p *run) jobServices(j *ciJob) []discover.Evidence {
+	var out []discover.Evidence
+	for _, e := range append(p.each(discover.KindGHAService), p.each(discover.KindGitLabService)...) {
+		if e.Path == j.wf.path && e.Facts["job"] == j.id {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// inContainer: a job that runs in a container reaches its services by
+// name on their own ports; every GitLab job does.
+func (p *run) inContainer(j *ciJob, e discover.Evidence) bool {
+	return j.fact("container") != "" || e.Kind == discover.KindGitLabService
 }
 
 // service reads one CI service; why says what keeps it out.

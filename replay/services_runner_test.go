@@ -78,3 +78,22 @@ func TestServicesLifecycle(t *testing.T) {
 		}
 	}
 }
+
+// TestServicesInTheKey: a service's configuration is an input of the
+// verdict: the same contract with another service env is another key.
+func TestServicesInTheKey(t *testing.T) {
+	key := func(pw string) string {
+		e := newEngine(t)
+		c := testContract("true")
+		c.Services = []contract.Service{service("db", "postgresql", 0, map[string]string{"POSTGRES_PASSWORD": pw})}
+		res, err := replay.New(replay.WithEngine(e), replay.WithCacheDir(t.TempDir())).
+			Run(context.Background(), replay.Input{Contract: c, Snapshot: snapshot(), OutDir: t.TempDir()})
+		if err != nil || res.Verdict != traces.Pass {
+			t.Fatalf("%v %+v", err, res)
+		}
+		return res.Record.Inputs["key"]
+	}
+	if a, b := key("one"), key("two"); a == "" || a == b {
+		t.Errorf("keys %q and %q, want two", a, b)
+	}
+}
