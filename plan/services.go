@@ -24,6 +24,19 @@ var serviceImages = map[string]string{
 	"memcached": "memcached",
 }
 
+// StandIn says, for an image a kind stands in for that is another
+// program (mysql and percona for MariaDB, valkey for Redis), what the
+// stand-in is; "" when the kind is the image's own daemon.
+func StandIn(image, kind string) string {
+	switch n := imageName(image); {
+	case kind == "mariadb" && n != "mariadb":
+		return "MariaDB (Debian ships no MySQL server)"
+	case kind == "redis" && n != "redis":
+		return "Redis"
+	}
+	return ""
+}
+
 // imageVar matches "KIND NAME" for a variable the image a kind stands in
 // for reads.
 var imageVar = regexp.MustCompile(`^(postgresql POSTGRES|mariadb (MYSQL|MARIADB))_`)

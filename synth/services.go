@@ -230,3 +230,28 @@ func mapsPort(ports string, port int) bool {
 	}
 	return false
 }
+
+// standInNote says how many failed tests name a service whose daemon is a
+// stand-in for another program, whose differences may be what failed.
+func standInNote(a *Attempt) string {
+	var notes []string
+	for _, s := range a.Contract.Services {
+		what := plan.StandIn(s.Image, s.Kind)
+		if what == "" {
+			continue
+		}
+		n := 0
+		for _, t := range failedTests(a.Tests) {
+			if slices.Contains(strings.Split(strings.ToLower(t.Package+"/"+t.Name), "/"), strings.ToLower(s.Name)) {
+				n++
+			}
+		}
+		if n > 0 {
+			notes = append(notes, fmt.Sprintf("%d failed test(s) name the service %s, where %s stands in for %s; their failures may be the difference", n, s.Name, what, s.Image))
+		}
+	}
+	if len(notes) == 0 {
+		return ""
+	}
+	return " " + strings.Join(notes, "; ") + "."
+}

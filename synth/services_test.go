@@ -89,3 +89,17 @@ func TestUnprovidedNamesTheService(t *testing.T) {
 		t.Errorf("unprovided %q", u)
 	}
 }
+
+func TestStandInNote(t *testing.T) {
+	c := draft()
+	c.Services = []contract.Service{{Name: "mysql8", Kind: "mariadb", Image: "mysql:8.0"}, {Name: "mariadb", Kind: "mariadb", Image: "mariadb:10.6"}}
+	a := &Attempt{Contract: c, Tests: []results.Test{
+		{Package: "x/dbtest", Name: "TestQuery/mysql8/97", Status: results.Failed},
+		{Package: "x/dbtest", Name: "TestQuery/mariadb/97", Status: results.Failed},
+		{Package: "x/dbtest", Name: "TestQuery/mysql8/98", Status: results.Passed},
+	}}
+	got := standInNote(a)
+	if got != " 1 failed test(s) name the service mysql8, where MariaDB (Debian ships no MySQL server) stands in for mysql:8.0; their failures may be the difference." {
+		t.Errorf("note %q", got)
+	}
+}

@@ -681,6 +681,7 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 		}
 		fmt.Fprintf(&b, " Packages that do not compile, whose tests never ran: %s%s.", strings.Join(pkgs, ", "), more)
 	}
+	b.WriteString(standInNote(last))
 	if u := unprovided(last, out.evidence); len(u) > 0 {
 		fmt.Fprintf(&b, " The tests could not connect to services a hosted runner starts and no Debian package stands in for: %s.", strings.Join(u, "; "))
 	}
