@@ -108,6 +108,7 @@ var Rules = []Rule{
 	{"module-download", moduleDownload},
 	{"network-in-build", networkInBuild},
 	{"missing-service", missingService},
+	{"unprovided-service", unprovidedService},
 	{"network-in-test", networkInTest},
 	{"run-as", runAs},
 	{"temp-across-mounts", tempAcrossMounts},

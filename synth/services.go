@@ -191,11 +191,68 @@ func urlEnv(kind string, port int, env map[string]string) map[string]string {
 	return nil
 }
 
+// unprovidedService quarantines the failed tests whose own output is a
+// refused connection to a loopback port where a CI or Compose service
+// listens that no Debian package stands in for (SQL Server, MongoDB...):
+// they need a program this machine cannot have, as needs-program says,
+// and the evidence names the service. Their parents go with them when
+// every failed subtest does.
+func unprovidedService(s *Situation) []Delta {
+	a := s.Attempt
+	si := stageIndex(a.Contract, a.Stage)
+	if a.Failure == nil || si < 0 || !a.Contract.Stages[si].Strongest || a.Failure.Class == traces.Timeout || a.Failure.Class == traces.OutOfMemory {
+		return nil
+	}
+	why := map[int]string{}
+	for _, u := range unprovidedAt(a, s.Evidence) {
+		why[u.port] = u.what
+	}
+	if len(why) == 0 {
+		return nil
+	}
+	var ops []Op
+	for _, t := range a.Tests {
+		if t.Status != results.Failed {
+			continue
+		}
+		for _, r := range refusedPorts(&Attempt{Tests: []results.Test{t}}) {
+			if w, ok := why[r.port]; ok {
+				ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{Test: t.Name, Package: t.Package, Why: contract.WhyNeedsProgram,
+					Evidence: s.cite(r.line) + " (" + w + ")"}})
+				break
+			}
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	n := len(ops)
+	ops = append(ops, parents(a, ops, contract.WhyNeedsProgram, "a service no Debian package stands in for")...)
+	return []Delta{{
+		Reason:   fmt.Sprintf("%d test(s) need a service no Debian package stands in for and no image can be pulled", n),
+		Evidence: ops[0].Test.Evidence,
+		Ops:      ops,
+	}}
+}
+
 // unprovided says which loopback ports the tests could not reach for want
 // of a service no Debian package stands in for, naming the CI service
 // that listens there on a hosted runner.
 func unprovided(a *Attempt, ev *discover.Result) []string {
 	var out []string
+	for _, u := range unprovidedAt(a, ev) {
+		out = append(out, u.what)
+	}
+	return out
+}
+
+type unprovidedPort struct {
+	port int
+	what string
+}
+
+func unprovidedAt(a *Attempt, ev *discover.Result) []unprovidedPort {
+	var out []unprovidedPort
 	for _, r := range refusedPorts(a) {
 		if slices.ContainsFunc(a.Contract.Services, func(o contract.Service) bool { return o.ServicePort() == r.port }) {
 			continue
@@ -208,7 +265,7 @@ func unprovided(a *Attempt, ev *discover.Result) []string {
 				continue
 			}
 			if _, why := plan.ServiceOf(e); why != "" {
-				out = append(out, fmt.Sprintf("localhost:%d is the service %s (%s, %s): %s", r.port, e.Facts["name"], e.Facts["image"], e.Ref(), why))
+				out = append(out, unprovidedPort{r.port, fmt.Sprintf("localhost:%d is the service %s (%s, %s): %s", r.port, e.Facts["name"], e.Facts["image"], e.Ref(), why)})
 				break
 			}
 		}
