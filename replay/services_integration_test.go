@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/replay/replaytest"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
 
@@ -123,4 +125,46 @@ func TestRealServicesCancel(t *testing.T) {
 	if !strings.Contains(string(b), `"step":"_services/1"`) {
 		t.Errorf("the trace kept no service start:\n%s", b)
 	}
+}
+
+// BenchmarkServiceReady reports, per kind, what a service adds to a
+// replay: the seconds from the start of its start-up to its answering the
+// readiness check (the _services step), beside the whole replay's. Run
+// with -benchtime=1x against the real engine.
+func BenchmarkServiceReady(b *testing.B) {
+	e, _ := replaytest.Docker(b)
+	kinds := []string{"postgresql", "mariadb", "redis", "memcached"}
+	ready := map[string]float64{}
+	var total float64
+	for range b.N {
+		c := testContract("true")
+		c.Base.Image = scratchBase
+		for _, k := range kinds {
+			c.Services = append(c.Services, service(k, k, 0, nil))
+		}
+		out := b.TempDir()
+		res, err := replay.New(replay.WithEngine(e), replay.WithNoCache(), replay.WithCacheDir(b.TempDir())).
+			Run(context.Background(), replay.Input{Contract: c, Snapshot: snapshot(), OutDir: out})
+		if err != nil || res.Verdict != traces.Pass {
+			b.Fatalf("%v %+v", err, res)
+		}
+		evs, err := traces.Read(filepath.Join(out, "trace.jsonl"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, ev := range evs {
+			if ev.Type == traces.StepEnd && ev.Stage == "_services" {
+				if _, i, ok := contract.ParseStepRef(ev.Step); ok && i < len(kinds) {
+					ready[kinds[i]] += float64(ev.DurationMS) / 1000
+				}
+			}
+			if ev.Type == traces.ReplayEnd {
+				total += float64(ev.DurationMS) / 1000
+			}
+		}
+	}
+	for _, k := range kinds {
+		b.ReportMetric(ready[k]/float64(b.N), k+"-ready-s")
+	}
+	b.ReportMetric(total/float64(b.N), "replay-s")
 }

@@ -327,6 +327,19 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-missing-service", verified: true, rules: []string{"missing-service"}, attempts: 2,
+			// refused on localhost:5432 in a clean replay, then postgres
+			// from DATABASE_URL, whose replay is clean again
+			check: func(t *testing.T, r e2eRun) {
+				s := r.out.Contract.Services
+				if len(s) != 1 || s[0].Kind != "postgresql" || s[0].Env["POSTGRES_USER"] != "notes" || s[0].Env["POSTGRES_DB"] != "notes_test" ||
+					s[0].Source != contract.SourceRepair || !strings.Contains(s[0].Evidence, "5432") {
+					t.Fatalf("services %+v, want postgres from DATABASE_URL", s)
+				}
+				wantPassed(t, r.out, "TestRoundTrip")
+			},
+		},
+		{
 			fixture: "synth-compose-redis", verified: true, attempts: 1,
 			// the compose file's redis, which the README starts before npm test
 			check: func(t *testing.T, r e2eRun) {
