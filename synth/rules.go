@@ -367,22 +367,28 @@ func parents(a *Attempt, ops []Op, why, what string) []Op {
 		in[op.Test.Package+"\x00"+op.Test.Test] = true
 	}
 	var out []Op
-	for _, t := range a.Tests {
-		if t.Status != results.Failed || in[t.Package+"\x00"+t.Name] {
-			continue
-		}
-		sub, all := false, true
-		for _, u := range a.Tests {
-			if u.Status == results.Failed && u.Package == t.Package && strings.HasPrefix(u.Name, t.Name+"/") {
-				sub = true
-				all = all && in[u.Package+"\x00"+u.Name]
+	// A parent goes once all its failed subtests have, level by level:
+	// TestDB/mssql goes with its subtests, then TestDB with TestDB/mssql.
+	for grew := true; grew; {
+		grew = false
+		for _, t := range a.Tests {
+			if t.Status != results.Failed || in[t.Package+"\x00"+t.Name] {
+				continue
 			}
-		}
-		if sub && all {
-			out = append(out, Op{Kind: Quarantine, Test: &contract.Quarantined{
-				Test: t.Name, Package: t.Package, Why: why,
-				Evidence: fmt.Sprintf("attempt %d, step %s: its failed subtests need %s", a.N, a.StepRef(), what),
-			}})
+			sub, all := false, true
+			for _, u := range a.Tests {
+				if u.Status == results.Failed && u.Package == t.Package && strings.HasPrefix(u.Name, t.Name+"/") {
+					sub = true
+					all = all && in[u.Package+"\x00"+u.Name]
+				}
+			}
+			if sub && all {
+				in[t.Package+"\x00"+t.Name], grew = true, true
+				out = append(out, Op{Kind: Quarantine, Test: &contract.Quarantined{
+					Test: t.Name, Package: t.Package, Why: why,
+					Evidence: fmt.Sprintf("attempt %d, step %s: its failed subtests need %s", a.N, a.StepRef(), what),
+				}})
+			}
 		}
 	}
 	return out
