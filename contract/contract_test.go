@@ -3,6 +3,7 @@ package contract
 import (
 	"bytes"
 	"errors"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -127,5 +128,16 @@ func TestCloneIsDeep(t *testing.T) {
 	b.Services[0].Env["POSTGRES_PASSWORD"] = "other"
 	if a.Stages[0].Steps[0].Run == "changed" || a.Env["A"] == "y" || a.Archive.Suite != "bookworm" || a.Services[0].Env["POSTGRES_PASSWORD"] != "postgres" {
 		t.Fatal("Clone shares memory with the original")
+	}
+}
+
+// TestWriteToADevice: -o /dev/null writes into the device and leaves it
+// one, instead of renaming a regular file over it.
+func TestWriteToADevice(t *testing.T) {
+	if err := WriteFileAtomic(os.DevNull, []byte("x")); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Lstat(os.DevNull); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("%s after the write: %v %v", os.DevNull, fi.Mode(), err)
 	}
 }

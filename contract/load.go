@@ -145,7 +145,20 @@ func Save(file string, c *Contract) error {
 }
 
 // WriteFileAtomic writes data to file through a temporary file and a rename.
+// A device or named pipe (-o /dev/null, a FIFO) is written in place: a
+// rename would put a regular file where the device was.
 func WriteFileAtomic(file string, data []byte) error {
+	if fi, err := os.Lstat(file); err == nil && fi.Mode()&(os.ModeDevice|os.ModeNamedPipe) != 0 {
+		f, err := os.OpenFile(file, os.O_WRONLY, 0)
+		if err == nil {
+			_, err = f.Write(data)
+			err = errors.Join(err, f.Close())
+		}
+		if err != nil {
+			return fmt.Errorf("writing %q: %w", file, err)
+		}
+		return nil
+	}
 	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
 		return fmt.Errorf("writing %q: %w", file, err)
 	}
