@@ -64,7 +64,11 @@ func (p *run) ciServices() {
 			if seen[e.Facts["name"]] {
 				continue
 			}
-			if s, why := p.service(e, ctx, p.inContainer(j, e)); why != "" {
+			s, why := p.service(e, ctx, p.inContainer(j, e))
+			if why == "" {
+				why = p.portTaken(s)
+			}
+			if why != "" {
 				p.skip("service", e.Facts["name"]+" ("+e.Facts["image"]+")", e, why)
 			} else {
 				seen[s.Name] = true
@@ -131,8 +135,8 @@ func (p *run) composeServices() {
 			continue
 		}
 		svc, why := ServiceOf(e)
-		if why == "" && slices.ContainsFunc(p.c.Services, func(o contract.Service) bool { return o.ServicePort() == svc.ServicePort() }) {
-			why = fmt.Sprintf("port %d is another service's", svc.ServicePort())
+		if why == "" {
+			why = p.portTaken(svc)
 		}
 		if why != "" {
 			p.skip("service", e.Facts["name"]+" ("+e.Facts["image"]+")", e, why)
@@ -168,7 +172,6 @@ func composeValue(v string) (string, string) {
 // KindComposeService evidence) as the planner would outside any matrix
 // cell; why says what keeps it out of a contract.
 func ServiceOf(e discover.Evidence) (s contract.Service, why string) {
-	p := &run{c: &contract.Contract{}}
 	if e.Kind == discover.KindComposeService {
 		facts := maps.Clone(e.Facts)
 		for _, k := range slices.Sorted(maps.Keys(facts)) {
@@ -178,7 +181,7 @@ func ServiceOf(e discover.Evidence) (s contract.Service, why string) {
 		}
 		e.Facts = facts
 	}
-	return p.service(e, exprCtx{}, false)
+	return (&run{}).service(e, exprCtx{}, false)
 }
 
 // jobServicePorts maps the ids of a chosen job's services that a replay
@@ -188,7 +191,7 @@ func (p *run) jobServicePorts(pk picked) map[string]string {
 	m := map[string]string{}
 	ctx := exprCtx{matrix: pk.choice.cell, inputs: pk.job.inputs, missingEmpty: pk.job.matrix != nil}
 	for _, e := range p.jobServices(pk.job) {
-		if s, why := (&run{c: &contract.Contract{}}).service(e, ctx, p.inContainer(pk.job, e)); why == "" {
+		if s, why := p.service(e, ctx, p.inContainer(pk.job, e)); why == "" {
 			m[s.Name] = strconv.Itoa(s.ServicePort())
 		}
 	}
@@ -254,10 +257,36 @@ func (p *run) service(e discover.Evidence, ctx exprCtx, inContainer bool) (contr
 	if err := contract.ValidateService(s); err != nil {
 		return contract.Service{}, err.Error()
 	}
-	if slices.ContainsFunc(p.c.Services, func(o contract.Service) bool { return o.ServicePort() == s.ServicePort() }) {
-		return contract.Service{}, fmt.Sprintf("port %d is another service's", s.ServicePort())
-	}
 	return s, ""
+}
+
+// portTaken says why s cannot join the contract's services: another
+// already listens on its port.
+func (p *run) portTaken(s contract.Service) string {
+	if slices.ContainsFunc(p.c.Services, func(o contract.Service) bool { return o.ServicePort() == s.ServicePort() }) {
+		return fmt.Sprintf("port %d is another service's", s.ServicePort())
+	}
+	return ""
+}
+
+// PortEntry is one entry of a service's ports, protocol dropped: Host is
+// "" for an entry that names the container's port alone.
+type PortEntry struct{ Entry, Host, Container string }
+
+// PortEntries splits a service's ports (comma separated, as discovery
+// gives them) into their host and container ends.
+func PortEntries(ports string) []PortEntry {
+	var out []PortEntry
+	for _, m := range strings.Split(ports, ",") {
+		m, _, _ = strings.Cut(strings.TrimSpace(m), "/")
+		parts := strings.Split(m, ":")
+		e := PortEntry{Entry: m, Container: parts[len(parts)-1]}
+		if len(parts) >= 2 {
+			e.Host = parts[len(parts)-2]
+		}
+		out = append(out, e)
+	}
+	return out
 }
 
 // servicePort is the port a job's steps reach a service on: the runner's
@@ -267,15 +296,13 @@ func servicePort(ports string, own int, inContainer bool) (int, string) {
 	if ports == "" || inContainer {
 		return own, ""
 	}
-	for _, m := range strings.Split(ports, ",") {
-		m, _, _ = strings.Cut(strings.TrimSpace(m), "/")
-		parts := strings.Split(m, ":")
-		if c, err := strconv.Atoi(parts[len(parts)-1]); err != nil || c != own || len(parts) < 2 {
+	for _, m := range PortEntries(ports) {
+		if c, err := strconv.Atoi(m.Container); err != nil || c != own || m.Host == "" {
 			continue
 		}
-		h, err := strconv.Atoi(parts[len(parts)-2])
+		h, err := strconv.Atoi(m.Host)
 		if err != nil || h < 1 || h > 65535 {
-			return 0, fmt.Sprintf("its port mapping %q is not host:container", m)
+			return 0, fmt.Sprintf("its port mapping %q is not host:container", m.Entry)
 		}
 		return h, ""
 	}

@@ -1,6 +1,7 @@
 package replay
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -125,15 +126,6 @@ wait_for() {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-func first(env map[string]string, keys ...string) string {
-	for _, k := range keys {
-		if v := env[k]; v != "" {
-			return v
-		}
-	}
-	return ""
-}
-
 func sqlString(s string) string {
 	return "'" + strings.NewReplacer(`\`, `\\`, `'`, `''`).Replace(s) + "'"
 }
@@ -149,12 +141,12 @@ func mariadbSQL(env map[string]string) string {
 	b.WriteString("ALTER USER 'root'@'localhost' IDENTIFIED BY " + root + ";\n")
 	b.WriteString("CREATE USER IF NOT EXISTS 'root'@'%' IDENTIFIED BY " + root + ";\n")
 	b.WriteString("GRANT ALL ON *.* TO 'root'@'%' WITH GRANT OPTION;\n")
-	db := first(env, "MARIADB_DATABASE", "MYSQL_DATABASE")
+	db := cmp.Or(env["MARIADB_DATABASE"], env["MYSQL_DATABASE"])
 	if db != "" {
 		b.WriteString("CREATE DATABASE IF NOT EXISTS " + sqlName(db) + ";\n")
 	}
-	if u := first(env, "MARIADB_USER", "MYSQL_USER"); u != "" && u != "root" {
-		b.WriteString("CREATE USER IF NOT EXISTS " + sqlString(u) + "@'%' IDENTIFIED BY " + sqlString(first(env, "MARIADB_PASSWORD", "MYSQL_PASSWORD")) + ";\n")
+	if u := cmp.Or(env["MARIADB_USER"], env["MYSQL_USER"]); u != "" && u != "root" {
+		b.WriteString("CREATE USER IF NOT EXISTS " + sqlString(u) + "@'%' IDENTIFIED BY " + sqlString(cmp.Or(env["MARIADB_PASSWORD"], env["MYSQL_PASSWORD"])) + ";\n")
 		if db != "" {
 			b.WriteString("GRANT ALL ON " + sqlName(db) + ".* TO " + sqlString(u) + "@'%';\n")
 		}
@@ -164,7 +156,7 @@ func mariadbSQL(env map[string]string) string {
 }
 
 func rootPassword(env map[string]string) string {
-	return first(env, "MARIADB_ROOT_PASSWORD", "MYSQL_ROOT_PASSWORD")
+	return cmp.Or(env["MARIADB_ROOT_PASSWORD"], env["MYSQL_ROOT_PASSWORD"])
 }
 
 // packageList is every Debian package the run image installs: the

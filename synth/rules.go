@@ -1177,8 +1177,12 @@ func moduleDownload(s *Situation) []Delta {
 	// test over each go.mod) would meet them one replay at a time.
 	named := len(dirs)
 	if slices.ContainsFunc(dirs, func(d string) bool { return d != "." }) {
+		var ok []string // the packages the log shows built and tested
+		for _, g := range okPackageRe.FindAllStringSubmatch(a.Log, -1) {
+			ok = append(ok, g[1])
+		}
 		for _, m := range mods {
-			built := regexp.MustCompile(`(?m)^ok\s+` + regexp.QuoteMeta(m.path) + `(?:/\S*)?\s`).MatchString(a.Log)
+			built := slices.ContainsFunc(ok, func(pkg string) bool { return pkg == m.path || strings.HasPrefix(pkg, m.path+"/") })
 			if !built && !slices.Contains(dirs, m.dir) && !ignoredModuleDir(m.dir) {
 				dirs = append(dirs, m.dir)
 			}
@@ -1207,6 +1211,9 @@ func moduleDownload(s *Situation) []Delta {
 	}
 	return []Delta{{Reason: fmt.Sprintf("download the modules of %s in the fetch stage, with the network", strings.Join(dirs, ", ")), Evidence: s.cite(line), Ops: ops}}
 }
+
+// okPackageRe is go test's line for a package whose tests passed.
+var okPackageRe = regexp.MustCompile(`(?m)^ok\s+(\S+)\s`)
 
 // ignoredModuleDir is a module the go command never builds as part of the
 // repository's: under testdata or vendor.

@@ -1,6 +1,7 @@
 package synth
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"net/url"
@@ -44,7 +45,11 @@ func refusedPorts(a *Attempt) []refused {
 			texts = append(texts, t.Output)
 		}
 	}
-	texts = append(texts, a.Log)
+	return refusedIn(append(texts, a.Log)...)
+}
+
+// refusedIn lists the loopback ports the texts say refused a connection.
+func refusedIn(texts ...string) []refused {
 	var out []refused
 	for _, text := range texts {
 		for _, line := range strings.Split(text, "\n") {
@@ -215,7 +220,7 @@ func unprovidedService(s *Situation) []Delta {
 		if t.Status != results.Failed {
 			continue
 		}
-		for _, r := range refusedPorts(&Attempt{Tests: []results.Test{t}}) {
+		for _, r := range refusedIn(t.Output) {
 			if w, ok := why[r.port]; ok {
 				ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{Test: t.Name, Package: t.Package, Why: contract.WhyNeedsProgram,
 					Evidence: s.cite(r.line) + " (" + w + ")"}})
@@ -273,15 +278,10 @@ func unprovidedAt(a *Attempt, ev *discover.Result) []unprovidedPort {
 	return out
 }
 
-// mapsPort reports a CI service's ports entry that puts it on port.
+// mapsPort reports a ports entry that puts a service on port.
 func mapsPort(ports string, port int) bool {
-	for _, m := range strings.Split(ports, ",") {
-		m, _, _ = strings.Cut(strings.TrimSpace(m), "/")
-		parts := strings.Split(m, ":")
-		if len(parts) >= 2 {
-			m = parts[len(parts)-2]
-		}
-		if n, err := strconv.Atoi(m); err == nil && n == port {
+	for _, m := range plan.PortEntries(ports) {
+		if n, err := strconv.Atoi(cmp.Or(m.Host, m.Container)); err == nil && n == port {
 			return true
 		}
 	}

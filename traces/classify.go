@@ -197,7 +197,7 @@ func asciiSpace(r rune) rune {
 // engine; log is the step's combined output. It returns nil for a step that
 // passed (exit 0, no timeout, no OOM).
 func Classify(exitCode int, timedOut, oom bool, log []byte) *Failure {
-	lines := strings.Split(string(bytes.ToValidUTF8(log, []byte("\uFFFD"))), "\n")
+	lines := logLines(log)
 	switch {
 	case timedOut:
 		return &Failure{Class: Timeout, Lines: lastLines(lines, maxLines)}
@@ -239,10 +239,15 @@ func Classify(exitCode int, timedOut, oom bool, log []byte) *Failure {
 	return &Failure{Class: Unknown, Subject: "exit " + strconv.Itoa(exitCode), Lines: tellingLines(lines, maxLines)}
 }
 
+// logLines splits a log into lines, invalid UTF-8 replaced.
+func logLines(log []byte) []string {
+	return strings.Split(string(bytes.ToValidUTF8(log, []byte("\uFFFD"))), "\n")
+}
+
 // NotReady is the failure of a service that never became ready: the end
 // of its start-up log says why.
 func NotReady(service string, log []byte) *Failure {
-	lines := strings.Split(string(bytes.ToValidUTF8(log, []byte("\uFFFD"))), "\n")
+	lines := logLines(log)
 	return &Failure{Class: ServiceNotReady, Subject: service, Lines: lastLines(lines, maxLines)}
 }
 
