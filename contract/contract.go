@@ -60,17 +60,24 @@ type Archive struct {
 
 // Service is a daemon the tests reach, such as a database a CI job starts
 // as a service container. A replay runs it from Debian's package for its
-// kind in a sidecar built from the run image, and the offline stages share
-// the sidecar's network namespace, which has loopback only: the steps reach
-// it on localhost:Port or by Name, and nothing else.
+// kind in a sidecar built from the run image, or from its image pinned by
+// digest, and the offline stages share the sidecar's network namespace,
+// which has loopback only: the steps reach it on localhost:Port or by Name,
+// and nothing else.
 type Service struct {
 	// Name is the host name the steps may use for it (a CI service's id);
 	// it resolves to loopback.
 	Name string `yaml:"name" json:"name"`
-	// Kind is the daemon: one of ServiceKinds.
+	// Kind is the daemon: one of ServiceKinds, or, for ProviderImage, any
+	// name when Port is set.
 	Kind string `yaml:"kind" json:"kind"`
-	// Image is the container image the evidence names, which the Debian
-	// package stands in for; a record of intent, not pulled.
+	// Provider is where it comes from: ProviderDebian (empty means it) or
+	// ProviderImage.
+	Provider string `yaml:"provider,omitempty" json:"provider,omitempty"`
+	// Image is the container image the evidence names. For ProviderDebian
+	// the Debian package stands in for it, a record of intent, not pulled;
+	// for ProviderImage it is what runs, pinned by digest
+	// (name@sha256:<hex>, or the local image ID sha256:<hex>).
 	Image string `yaml:"image,omitempty" json:"image,omitempty"`
 	// Env configures it as that image would (POSTGRES_USER, MYSQL_DATABASE
 	// and the like); values are plain text, never secrets.
@@ -87,6 +94,33 @@ type Service struct {
 
 // ServiceKinds are the daemons a replay can provide, each with its default port.
 var ServiceKinds = map[string]int{"postgresql": 5432, "mariadb": 3306, "redis": 6379, "memcached": 11211}
+
+// Where a service comes from.
+const (
+	// ProviderDebian is Debian's package for the kind, installed into the
+	// run image and started in the sidecar as the kind's official image
+	// would start it.
+	ProviderDebian = "debian"
+	// ProviderImage is the service's image itself, pinned by digest, run
+	// with its own entrypoint and Env in the sidecar's namespace.
+	ProviderImage = "image"
+)
+
+// FromImage reports whether s runs its own image.
+func (s Service) FromImage() bool { return s.Provider == ProviderImage }
+
+// ImageDigest is the digest s.Image is pinned by, "sha256:<hex>", or ""
+// when it is not pinned.
+func (s Service) ImageDigest() string {
+	d := s.Image
+	if i := strings.LastIndexByte(d, '@'); i >= 0 {
+		d = d[i+1:]
+	}
+	if !sha256Re.MatchString(d) {
+		return ""
+	}
+	return d
+}
 
 // DefaultServiceTimeout is how long a replay waits for a service to be ready.
 const DefaultServiceTimeout = Duration(time.Minute)

@@ -105,9 +105,32 @@ func TestValidateInMemory(t *testing.T) {
 	c.Services = append(c.Services, Service{Name: "Postgres", Kind: "mongodb", Port: 5432, Env: map[string]string{"A-B": "x"}, Source: "ci"},
 		Service{Name: "bad name", Kind: "redis", Port: 70000, Evidence: "x:1", Source: SourceCI, Reason: "r"})
 	err = Validate(c)
-	for _, want := range []string{`services[1].name: service "Postgres" is declared twice`, `services[1].kind: unknown service kind "mongodb" (known: mariadb, memcached, postgresql, redis)`,
+	for _, want := range []string{`services[1].name: service "Postgres" is declared twice`, `services[1].kind: unknown service kind "mongodb" (known: mariadb, memcached, postgresql, redis; any other runs from its image, provider "image")`,
 		"services[1].port: port 5432 is taken by another service", `services[1].env.A-B: "A-B" is not a valid variable name`, "services[1].evidence: every service needs its evidence",
 		"services[1].reason: every service needs a reason", `services[2].name: "bad name" is not a host name`, "services[2].port: must be a port between 1 and 65535, got 70000"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: got %v, want %q", err, want)
+		}
+	}
+	c = sample()
+	pin := "sha256:" + strings.Repeat("ab", 32)
+	c.Services = []Service{
+		{Name: "mongo", Kind: "mongodb", Provider: ProviderImage, Image: "mongo:7@" + pin, Port: 27017, Evidence: "x:1", Source: SourceCI, Reason: "r"},
+		{Name: "pg", Kind: "postgresql", Provider: ProviderImage, Image: pin, Evidence: "x:1", Source: SourceCI, Reason: "r"},
+	}
+	if err := Validate(c); err != nil {
+		t.Errorf("image services pinned by a registry digest and by an image ID: %v", err)
+	}
+	if d := c.Services[0].ImageDigest(); d != pin {
+		t.Errorf("ImageDigest = %q, want %q", d, pin)
+	}
+	c.Services = []Service{
+		{Name: "a", Kind: "postgresql", Provider: ProviderImage, Image: "postgres:16", Evidence: "x:1", Source: SourceCI, Reason: "r"},
+		{Name: "b", Kind: "mongodb", Provider: ProviderImage, Image: pin, Evidence: "x:1", Source: SourceCI, Reason: "r"},
+		{Name: "c", Kind: "redis", Provider: "registry", Evidence: "x:1", Source: SourceCI, Reason: "r"},
+	}
+	err = Validate(c)
+	for _, want := range []string{`services[0].image: "postgres:16" is not pinned`, `services[1].kind: kind "mongodb" is none a replay knows`, `services[2].provider: unknown provider "registry"`} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Validate: got %v, want %q", err, want)
 		}

@@ -359,8 +359,21 @@ func (v *validator) service(f string, s Service) {
 	if !hostRe.MatchString(s.Name) || s.Name == "localhost" {
 		v.fail(f+".name", "%q is not a host name (letters, digits, dashes)", s.Name)
 	}
-	if _, ok := ServiceKinds[s.Kind]; !ok {
-		v.fail(f+".kind", "unknown service kind %q (known: %s)", s.Kind, strings.Join(slices.Sorted(maps.Keys(ServiceKinds)), ", "))
+	_, known := ServiceKinds[s.Kind]
+	switch s.Provider {
+	case "", ProviderDebian:
+		if !known {
+			v.fail(f+".kind", "unknown service kind %q (known: %s; any other runs from its image, provider %q)", s.Kind, strings.Join(slices.Sorted(maps.Keys(ServiceKinds)), ", "), ProviderImage)
+		}
+	case ProviderImage:
+		if s.ImageDigest() == "" {
+			v.fail(f+".image", "%q is not pinned: provider %q runs name@sha256:<digest> or a local image ID sha256:<hex>", s.Image, ProviderImage)
+		}
+		if !known && (s.Port == 0 || !hostRe.MatchString(s.Kind)) {
+			v.fail(f+".kind", "kind %q is none a replay knows (%s), so it needs a name and a port", s.Kind, strings.Join(slices.Sorted(maps.Keys(ServiceKinds)), ", "))
+		}
+	default:
+		v.fail(f+".provider", "unknown provider %q (%q or %q)", s.Provider, ProviderDebian, ProviderImage)
 	}
 	if s.Port < 0 || s.Port > 65535 {
 		v.fail(f+".port", "must be a port between 1 and 65535, got %d", s.Port)

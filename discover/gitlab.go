@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -53,19 +54,10 @@ func mineGitLab(f *file) {
 				jf[k] = v
 			}
 		}
+		vars := gitlabVariables(valueOf(root, "variables"), look("variables"))
 		var names []string
 		if svc := look("services"); svc != nil && svc.Kind == yaml.SequenceNode {
 			// A job's variables reach its services too, as GitLab passes them.
-			vars := map[string]string{}
-			for _, n := range []*yaml.Node{valueOf(root, "variables"), look("variables")} {
-				for _, v := range pairs(n) {
-					if v[1].Kind == yaml.ScalarNode {
-						vars[v[0].Value] = v[1].Value
-					} else if val := scalar(v[1], "value"); val != "" {
-						vars[v[0].Value] = val
-					}
-				}
-			}
 			for _, c := range svc.Content {
 				n := imageName(c)
 				if n == "" {
@@ -104,12 +96,45 @@ func mineGitLab(f *file) {
 			n    *yaml.Node
 		}{{"before_script", jb}, {"script", script}} {
 			for _, line := range scriptLines(sec.n) {
-				f.add(KindGitLabScript, line.Line, firstLine(line.Value), map[string]string{
-					"job": job, "stage": stage, "run": line.Value, "image": img, "section": sec.name})
+				facts := map[string]string{"job": job, "stage": stage, "run": line.Value, "image": img, "section": sec.name}
+				for k, v := range vars {
+					facts["env."+k] = v
+				}
+				f.add(KindGitLabScript, line.Line, firstLine(line.Value), facts)
 			}
 		}
 	}
 }
+
+// gitlabVariables are a job's variables, the global ones then its own,
+// with references to one another ($NAME, ${NAME}) expanded as GitLab
+// expands them; a reference to anything else (a predefined CI_ variable, a
+// project setting) stays as written, for the planner to judge.
+func gitlabVariables(global, job *yaml.Node) map[string]string {
+	vars := map[string]string{}
+	for _, n := range []*yaml.Node{global, job} {
+		for _, v := range pairs(n) {
+			if v[1].Kind == yaml.ScalarNode {
+				vars[v[0].Value] = v[1].Value
+			} else if val := scalar(v[1], "value"); val != "" {
+				vars[v[0].Value] = val
+			}
+		}
+	}
+	out := make(map[string]string, len(vars))
+	for k, v := range vars {
+		out[k] = gitlabRef.ReplaceAllStringFunc(v, func(m string) string {
+			name := strings.Trim(m, "${}")
+			if r, ok := vars[name]; ok && !strings.Contains(r, "$") {
+				return r
+			}
+			return m
+		})
+	}
+	return out
+}
+
+var gitlabRef = regexp.MustCompile(`\$(\{[A-Za-z_][A-Za-z0-9_]*\}|[A-Za-z_][A-Za-z0-9_]*)`)
 
 // inherited is a job's key, else the first of its extends templates (in
 // order, each with its own extends) that sets it; the chain is bounded.

@@ -1069,6 +1069,10 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 	}
 	for _, k := range slices.Sorted(maps.Keys(e.Facts)) {
 		if name, ok := strings.CutPrefix(k, "env."); ok && (isSecretRef(e.Facts[k]) || inheritedEnv(inherited, name, e.Facts[k])) {
+			if why := gitlabRunnerOnly(j, name, e.Facts[k]); why != "" {
+				p.skip("env", name+"="+e.Facts[k], e, why)
+				continue
+			}
 			// A secret is the caller's, for every step; the workflow's
 			// and the job's env is every step's.
 			p.setEnv(name, e.Facts[k], e, ctx)
@@ -1077,6 +1081,25 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 	for _, a := range prefix {
 		p.decide("step env", a, &e, "the step sets it for its own commands, so the contract sets it on them alone")
 	}
+}
+
+// gitlabRunnerOnly says why a GitLab variable stays out of the contract:
+// it configures the runner itself (GIT_DEPTH, FF_ flags, the docker-in-
+// docker DOCKER_ ones), or its value reads a variable only the runner or
+// the project's settings hold (CI_PROJECT_DIR, a masked token).
+func gitlabRunnerOnly(j *ciJob, name, value string) string {
+	if !j.wf.gitlab {
+		return ""
+	}
+	for _, pre := range []string{"GIT_", "FF_", "DOCKER_", "CI_", "GITLAB_", "ARTIFACT_", "CACHE_", "TRANSFER_METER_"} {
+		if strings.HasPrefix(name, pre) {
+			return "a GitLab runner setting, not the tests'"
+		}
+	}
+	if strings.Contains(strings.ReplaceAll(value, "$$", ""), "$") {
+		return "reads a variable only the GitLab runner or the project's settings define"
+	}
+	return ""
 }
 
 // inheritedEnv reports a step's env entry that the workflow or the job set,
@@ -1283,6 +1306,14 @@ type exprCtx struct {
 // jobEnv is the env the workflow and the job set, as a uses step sees it.
 func (p *run) jobEnv(j *ciJob) map[string]string {
 	out := map[string]string{}
+	if j.wf.gitlab {
+		// Every variable of a GitLab job is the job's (or the pipeline's),
+		// and every script line carries them.
+		for _, s := range j.steps {
+			return stepEnv(s.ev.Facts)
+		}
+		return out
+	}
 	for _, e := range p.each(discover.KindGHAEnv) {
 		if e.Path != j.wf.path || e.Facts["scope"] == "job" && e.Facts["job"] != j.id {
 			continue

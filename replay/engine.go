@@ -33,7 +33,8 @@ type Engine interface {
 	RemoveVolume(ctx context.Context, name string) error
 
 	// Start creates and starts a long-lived container whose main process only
-	// waits; steps run inside it with Exec.
+	// waits, unless spec.Service asks for the image's own; steps run inside
+	// it with Exec.
 	Start(ctx context.Context, spec ContainerSpec) (Container, error)
 	// List returns the IDs of containers carrying all the given labels, so
 	// leftovers of an interrupted run can be found and removed.
@@ -56,6 +57,9 @@ type Container interface {
 	// Commit snapshots the container's filesystem (not its volumes) as a new
 	// image and returns its ID.
 	Commit(ctx context.Context, ref string) (string, error)
+	// Logs writes what the main process has printed so far, stdout and
+	// stderr interleaved: a service container's own log.
+	Logs(ctx context.Context, w io.Writer) error
 	// Remove stops and deletes the container.
 	Remove(ctx context.Context) error
 }
@@ -118,6 +122,11 @@ type ContainerSpec struct {
 	// unless Privileged setup (root package installs) asks to keep the default
 	// capability set.
 	KeepCapabilities bool
+	// Service runs the image's own entrypoint and command as the main
+	// process, as a CI runner starts a service container, instead of one
+	// that only waits; Env is added to the image's environment for it.
+	Service bool
+	Env     []string
 }
 
 // Mount attaches a named volume.

@@ -73,10 +73,14 @@ type run struct {
 	prepared   bool     // the run image and volumes are complete
 	containers []Container
 	sidecar    Container // where the services run; the offline stages join its network
-	mounts     []Mount
-	shell      []string
-	packages   map[string]string
-	homeReuse  string
+	// services are the containers of the services run from their images,
+	// by name, and serviceImages those images, resolved before prepare.
+	services      map[string]Container
+	serviceImages map[string]ImageInfo
+	mounts        []Mount
+	shell         []string
+	packages      map[string]string
+	homeReuse     string
 
 	stages    []StageRecord
 	durations map[string]int64
@@ -214,6 +218,17 @@ func (x *run) resolveImage(ctx context.Context) error {
 		}
 	}
 	x.image = info
+	x.services, x.serviceImages = map[string]Container{}, map[string]ImageInfo{}
+	for _, s := range x.contract.Services {
+		if !s.FromImage() {
+			continue
+		}
+		info, err := resolve(ctx, x.engine, "service "+s.Name+"'s image", "load it with `docker load`, or reach a registry that serves it", s.Image, s.ImageDigest())
+		if err != nil {
+			return err
+		}
+		x.serviceImages[s.Name] = info
+	}
 	return nil
 }
 

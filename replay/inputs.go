@@ -93,6 +93,11 @@ func digests(c *contract.Contract, snap *repo.Snapshot, tree, ca, present string
 	for _, t := range c.Toolchains {
 		m["toolchain:"+t.Name] = t.Hash
 	}
+	for _, s := range c.Services {
+		if s.FromImage() {
+			m["service_image:"+s.Name] = s.ImageDigest()
+		}
+	}
 	return keyed(m)
 }
 

@@ -33,8 +33,10 @@ type Record struct {
 	Toolchains     map[string]string `json:"toolchains,omitempty"`
 	// SystemPackages maps each installed package to the version dpkg reports.
 	SystemPackages map[string]string `json:"system_packages,omitempty"`
-	Verifier       string            `json:"verifier"`
-	Stages         []StageRecord     `json:"stages"`
+	// ServiceImages maps each service run from its image to the image's ID.
+	ServiceImages map[string]string `json:"service_images,omitempty"`
+	Verifier      string            `json:"verifier"`
+	Stages        []StageRecord     `json:"stages"`
 	// Tests are the counts read from the strongest stage's output.
 	Tests TestCounts `json:"tests"`
 	// TestResults is the per-test baseline of the strongest stage.

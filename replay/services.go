@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"maps"
 	"slices"
 	"strconv"
@@ -100,17 +101,19 @@ runuser -u redis -- redis-server --port "$PORT" --bind '*' '-::*' --daemonize ye
 		packages: []string{"memcached"},
 		start: `install -d "$DIR"
 setsid memcached -u memcache -p "$PORT" -U 0 -v </dev/null >>"$DIR/log" 2>&1 &`,
-		ready: `bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$PORT" 2>/dev/null`,
+		ready: tcpReady,
 	},
 }
 
-// startScript is a kind's start, then its readiness check until TIMEOUT;
-// wait_for is the loop, which a start may use on its own check first.
-// However it fails, the end of the service's log is the step's output.
-func startScript(k kind) string {
-	return `set -e
-trap 'rc=$?; [ "$rc" -eq 0 ] || { echo "bootstrap: the service did not start (exit $rc); the end of its log:"; tail -n 20 "$DIR/log" 2>/dev/null; }' EXIT
-wait_for() {
+// tcpReady is a connect to the service's port. It is the readiness check
+// of a service run from its image, whose clients the sidecar lacks; the
+// official database images start their first-run server without TCP
+// (postgres with listen_addresses=”, mysql with --skip-networking), so
+// the port opens when the real server is up.
+const tcpReady = `bash -c 'exec 3<>/dev/tcp/127.0.0.1/'"$PORT" 2>/dev/null`
+
+// waitFor defines wait_for, which retries a check until TIMEOUT.
+var waitFor = `wait_for() {
 	i=0
 	until eval "$1"; do
 		i=$((i+1))
@@ -121,7 +124,15 @@ wait_for() {
 		sleep 0.1
 	done
 }
-` + k.start + "\nwait_for " + shellQuote(k.ready)
+`
+
+// startScript is a kind's start, then its readiness check until TIMEOUT;
+// wait_for is the loop, which a start may use on its own check first.
+// However it fails, the end of the service's log is the step's output.
+func startScript(k kind) string {
+	return `set -e
+trap 'rc=$?; [ "$rc" -eq 0 ] || { echo "bootstrap: the service did not start (exit $rc); the end of its log:"; tail -n 20 "$DIR/log" 2>/dev/null; }' EXIT
+` + waitFor + k.start + "\nwait_for " + shellQuote(k.ready)
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
@@ -170,6 +181,9 @@ func packageList(c *contract.Contract) []string {
 	}
 	var extra []string
 	for _, s := range c.Services {
+		if s.FromImage() {
+			continue
+		}
 		for _, p := range kinds[s.Kind].packages {
 			if !have[p] {
 				have[p] = true
@@ -216,10 +230,16 @@ func (x *run) startServices(ctx context.Context) (bool, error) {
 	return true, nil
 }
 
+// startService starts s in the sidecar c, or, run from its image, in a
+// container of its own that joins c's namespace; either way the step ends
+// when the service answers its readiness check from the sidecar.
 func (x *run) startService(ctx context.Context, c Container, i int, s contract.Service) (bool, error) {
 	k := kinds[s.Kind]
 	ref := contract.StepRef(servicesStage, i)
 	what := fmt.Sprintf("start %s (%s) on port %d", s.Name, s.Kind, s.ServicePort())
+	if s.FromImage() {
+		what = fmt.Sprintf("start %s (%s, image %s) on port %d", s.Name, s.Kind, s.Image, s.ServicePort())
+	}
 	_ = x.emit(traces.Event{Type: traces.StepStart, Stage: servicesStage, Step: ref, Command: what})
 	timeout := time.Duration(s.Timeout)
 	if timeout == 0 {
@@ -227,25 +247,53 @@ func (x *run) startService(ctx context.Context, c Container, i int, s contract.S
 	}
 	env := []string{"PATH=" + stdPath, "LANG=C.UTF-8", "PORT=" + strconv.Itoa(s.ServicePort()),
 		"DIR=" + serviceDir + "/" + s.Name, "TIMEOUT=" + strconv.Itoa(int(max(timeout.Seconds(), 1)))}
+	var own []string
 	for _, name := range slices.Sorted(maps.Keys(s.Env)) {
-		env = append(env, name+"="+s.Env[name])
+		own = append(own, name+"="+s.Env[name])
 	}
-	if k.sql != nil {
-		env = append(env, "SQL="+k.sql(s.Env), "ROOT_PASSWORD="+rootPassword(s.Env))
+	script := startScript(k)
+	var cp capture
+	stepStart := x.now()
+	var svc Container
+	if s.FromImage() {
+		// The image configures itself from its env, as CI passes it; the
+		// sidecar only waits for its port.
+		script = "set -e\n" + waitFor + "wait_for " + shellQuote(tcpReady)
+		var err error
+		svc, err = x.engine.Start(ctx, ContainerSpec{Image: x.serviceImages[s.Name].ID, Network: JoinNetwork(c.ID()), Service: true, Env: own,
+			Labels: x.labels(), MemoryBytes: serviceMemory, PidsLimit: x.pids, KeepCapabilities: true})
+		if err != nil {
+			if ctx.Err() != nil {
+				return false, fmt.Errorf("starting service %s: %w", s.Name, err)
+			}
+			fmt.Fprintf(cp.stderr(), "bootstrap: the service's container did not start: %v\n", err)
+			return x.stepEnd(servicesStage, i+1, ref, ExecResult{ExitCode: -1}, false, &cp, stepStart), nil
+		}
+		x.containers = append(x.containers, svc)
+		x.services[s.Name] = svc
+		_ = x.writeLease()
+	} else {
+		env = append(env, own...)
+		if k.sql != nil {
+			env = append(env, "SQL="+k.sql(s.Env), "ROOT_PASSWORD="+rootPassword(s.Env))
+		}
 	}
 	// The script waits TIMEOUT for readiness and may wait as long for the
 	// daemon's own start; past both, the exec is stopped.
 	sctx, cancel := context.WithTimeout(ctx, 2*timeout+time.Minute)
 	defer cancel()
-	var cp capture
-	stepStart := x.now()
-	res, err := c.Exec(sctx, ExecSpec{Cmd: []string{"sh", "-c", startScript(k)}, Env: env, User: "root", WorkDir: "/", Stdout: cp.stdout(), Stderr: cp.stderr()})
+	res, err := c.Exec(sctx, ExecSpec{Cmd: []string{"sh", "-c", script}, Env: env, User: "root", WorkDir: "/", Stdout: cp.stdout(), Stderr: cp.stderr()})
 	timedOut := sctx.Err() != nil && ctx.Err() == nil
 	if err != nil && !timedOut {
 		return false, fmt.Errorf("starting service %s: %w", s.Name, err)
 	}
 	if timedOut {
 		res.ExitCode = -1
+	}
+	if svc != nil && res.ExitCode != 0 {
+		out := cp.stdout()
+		fmt.Fprintln(out, "bootstrap: the end of the service's log:")
+		_ = logTail(ctx, svc, out, 4<<10)
 	}
 	return x.stepEnd(servicesStage, i+1, ref, res, timedOut, &cp, stepStart), nil
 }
@@ -263,10 +311,18 @@ func (x *run) serviceLogs(ctx context.Context) {
 		_ = x.emit(traces.Event{Type: traces.StepStart, Stage: servicesStage, Step: ref, Command: "the log of " + s.Name})
 		var cp capture
 		start := x.now()
-		res, err := x.sidecar.Exec(ctx, ExecSpec{Cmd: []string{"tail", "-c", strconv.Itoa(maxServiceLog), serviceDir + "/" + s.Name + "/log"},
-			Env: []string{"PATH=" + stdPath}, User: "root", WorkDir: "/", Stdout: cp.stdout(), Stderr: cp.stderr()})
-		if err != nil {
-			return
+		var res ExecResult
+		if svc, ok := x.services[s.Name]; ok {
+			if err := logTail(ctx, svc, cp.stdout(), maxServiceLog); err != nil {
+				return
+			}
+		} else {
+			var err error
+			res, err = x.sidecar.Exec(ctx, ExecSpec{Cmd: []string{"tail", "-c", strconv.Itoa(maxServiceLog), serviceDir + "/" + s.Name + "/log"},
+				Env: []string{"PATH=" + stdPath}, User: "root", WorkDir: "/", Stdout: cp.stdout(), Stderr: cp.stderr()})
+			if err != nil {
+				return
+			}
 		}
 		// Reading the log decides nothing: the step is traced, never failed.
 		code := res.ExitCode
@@ -281,3 +337,33 @@ func (x *run) serviceLogs(ctx context.Context) {
 
 // maxServiceLog bounds what of a service's log the trace keeps: its end.
 const maxServiceLog = 1 << 20
+
+// logTail writes the last max bytes of c's log to w: a service's log can
+// be long.
+func logTail(ctx context.Context, c Container, w io.Writer, max int) error {
+	l := lastBytes{max: max}
+	if err := c.Logs(ctx, &l); err != nil {
+		return err
+	}
+	b := l.buf
+	if len(b) > max {
+		b = b[len(b)-max:]
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+// lastBytes keeps at least the last max bytes written to it, in at most
+// twice that.
+type lastBytes struct {
+	max int
+	buf []byte
+}
+
+func (l *lastBytes) Write(p []byte) (int, error) {
+	l.buf = append(l.buf, p...)
+	if len(l.buf) > 2*l.max {
+		l.buf = append(l.buf[:0], l.buf[len(l.buf)-l.max:]...)
+	}
+	return len(p), nil
+}

@@ -97,6 +97,68 @@ func TestRealServiceNotReady(t *testing.T) {
 	}
 }
 
+// TestRealImageService replays a contract whose service runs from its
+// own image, pinned by the ID it has after `docker load` (no registry is
+// reachable here): the image's entrypoint runs with the contract's env in
+// the sidecar's namespace, the stage reaches it by name with the network
+// off, no Debian package stands in, and the image is a recorded input.
+// With an env the program refuses, the replay stops at the service with
+// the class that says so and the service's own last words.
+func TestRealImageService(t *testing.T) {
+	id := replaytest.ServiceImage(t, realEngine(t), "bootstrap-test-greeter:latest")
+	greeter := func(env map[string]string) contract.Service {
+		s := service("greeter", "greeter", 7000, env)
+		s.Provider, s.Image, s.Timeout = contract.ProviderImage, id, contract.Duration(10*time.Second)
+		return s
+	}
+	c := testContract(
+		`test "$(ls /sys/class/net)" = lo`,
+		`test "$(timeout 5 bash -c 'exec 3<>/dev/tcp/greeter/7000; cat <&3')" = hello`,
+	)
+	c.Services = []contract.Service{greeter(map[string]string{"GREETING": "hello", "PORT": "7000", "DELAY": "2s"})}
+	out := t.TempDir()
+	res, err := replayReal(t, context.Background(), c, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != traces.Pass {
+		b, _ := os.ReadFile(filepath.Join(out, res.Failure.LogPath))
+		t.Fatalf("verdict %s: %+v %+v\n%s", res.Verdict, res.Failure, res.Failure.Failure, b)
+	}
+	if got := res.Record.ServiceImages["greeter"]; got != id {
+		t.Errorf("record service_images = %v, want greeter: %s", res.Record.ServiceImages, id)
+	}
+	if got := res.Record.Inputs["service_image:greeter"]; got != id {
+		t.Errorf("inputs %v, want service_image:greeter = %s", res.Record.Inputs, id)
+	}
+	evs, err := traces.Read(filepath.Join(out, "trace.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var log string
+	for _, e := range evs {
+		if e.Type == traces.StepEnd && e.Step == "_services/2" && e.LogPath != "" {
+			b, _ := os.ReadFile(filepath.Join(out, e.LogPath))
+			log = string(b)
+		}
+	}
+	if !strings.Contains(log, "serving hello on port 7000") {
+		t.Errorf("the service's log in the trace: %q", log)
+	}
+
+	c = testContract("echo never")
+	c.Services = []contract.Service{greeter(map[string]string{"FAIL": "1", "PORT": "7000"})}
+	res, err = replayReal(t, context.Background(), c, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := res.Failure
+	if res.Verdict != traces.Fail || f == nil || f.Step != "_services/1" || f.Failure.Class != traces.ServiceNotReady || f.Failure.Subject != "greeter" ||
+		!strings.Contains(strings.Join(f.Failure.Lines, "\n"), "refusing to start") {
+		t.Fatalf("verdict %s failure %+v %+v", res.Verdict, f, f.Failure)
+	}
+}
+
 // TestRealServicesCancel: Ctrl-C while a stage runs beside a service
 // leaves neither the stage's container nor the sidecar (replayReal checks
 // every container of the run).

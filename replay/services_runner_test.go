@@ -97,3 +97,28 @@ func TestServicesInTheKey(t *testing.T) {
 		t.Errorf("keys %q and %q, want two", a, b)
 	}
 }
+
+// TestImageServiceAbsent: a service pinned to an image the engine has not
+// got and no registry serves is an error naming the service and the pin,
+// before any container starts; nothing is left.
+func TestImageServiceAbsent(t *testing.T) {
+	e := newEngine(t)
+	c := testContract("true")
+	pin := "sha256:" + strings.Repeat("0", 64)
+	s := service("mongo", "mongodb", 27017, nil)
+	s.Provider, s.Image = contract.ProviderImage, "mongo:7@"+pin
+	c.Services = []contract.Service{s}
+	_, err := replay.New(replay.WithEngine(e), replay.WithNoCache(), replay.WithCacheDir(t.TempDir())).
+		Run(context.Background(), replay.Input{Contract: c, Snapshot: snapshot(), OutDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), `resolving service mongo's image "mongo:7@`+pin+`"`) || !strings.Contains(err.Error(), "docker load") {
+		t.Fatalf("err = %v", err)
+	}
+	for _, call := range e.Calls() {
+		if call.Op == "Start" {
+			t.Errorf("a container started: %+v", call.Start)
+		}
+	}
+	if l := leaks(e); len(l) > 0 {
+		t.Errorf("left behind: %q", l)
+	}
+}

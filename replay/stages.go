@@ -453,6 +453,12 @@ func (x *run) finish() (*Result, error) {
 		Run: RunMetadata{InvocationID: x.id, StartedOn: stamp(x.start), FinishedOn: stamp(x.now()), Host: x.host,
 			DurationsMS: x.durations, DependencyCache: x.homeReuse, ResumedFrom: x.resumed},
 	}
+	for name, info := range x.serviceImages {
+		if rec.ServiceImages == nil {
+			rec.ServiceImages = map[string]string{}
+		}
+		rec.ServiceImages[name] = info.ID
+	}
 	if len(x.contract.Toolchains) > 0 {
 		rec.Toolchains = map[string]string{}
 		for _, t := range x.contract.Toolchains {

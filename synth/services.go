@@ -294,7 +294,7 @@ func standInNote(a *Attempt) string {
 	var notes []string
 	for _, s := range a.Contract.Services {
 		what := plan.StandIn(s.Image, s.Kind)
-		if what == "" {
+		if what == "" || s.FromImage() {
 			continue
 		}
 		n := 0

@@ -683,7 +683,7 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 	}
 	b.WriteString(standInNote(last))
 	if u := unprovided(last, out.evidence); len(u) > 0 {
-		fmt.Fprintf(&b, " The tests could not connect to services a hosted runner starts and no Debian package stands in for: %s.", strings.Join(u, "; "))
+		fmt.Fprintf(&b, " The tests could not connect to services a hosted runner starts and no Debian package stands in for: %s; where the engine has their images or a registry serves them, declare them with provider: image and the image pinned by digest.", strings.Join(u, "; "))
 	}
 	if m := playwrightMissingRe.FindStringSubmatch(last.Log); m != nil && !strings.HasPrefix(m[3], "chromium") {
 		fmt.Fprintf(&b, " The tests need Playwright's own %s build (%s), a patched browser Debian does not ship; only chromium can be provided.", m[3], m[2])

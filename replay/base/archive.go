@@ -27,6 +27,9 @@ type Archive struct {
 	CreatedBy string
 	// Labels go into the image config, where an engine reports them.
 	Labels map[string]string
+	// Entrypoint, Cmd and Env (beside PATH) are what a container started
+	// to run the image's own process gets; the base image sets none.
+	Entrypoint, Cmd, Env []string
 }
 
 // The config and manifest of a docker-archive; field order is fixed by the
@@ -41,8 +44,10 @@ type (
 		RootFS       rootFS          `json:"rootfs"`
 	}
 	containerConfig struct {
-		Env    []string          `json:"Env"`
-		Labels map[string]string `json:"Labels,omitempty"`
+		Cmd        []string          `json:"Cmd,omitempty"`
+		Entrypoint []string          `json:"Entrypoint,omitempty"`
+		Env        []string          `json:"Env"`
+		Labels     map[string]string `json:"Labels,omitempty"`
 	}
 	history struct {
 		Created   string `json:"created"`
@@ -82,7 +87,7 @@ func WriteArchive(w io.Writer, a Archive) (id string, err error) {
 	created := a.Created.UTC().Format(time.RFC3339)
 	config, err := json.Marshal(imageConfig{
 		Architecture: runtime.GOARCH,
-		Config:       containerConfig{Env: []string{defaultPath}, Labels: a.Labels},
+		Config:       containerConfig{Cmd: a.Cmd, Entrypoint: a.Entrypoint, Env: append([]string{defaultPath}, a.Env...), Labels: a.Labels},
 		Created:      created,
 		History:      []history{{Created: created, CreatedBy: a.CreatedBy}},
 		OS:           "linux",

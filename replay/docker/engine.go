@@ -200,6 +200,11 @@ func (e *Engine) Start(ctx context.Context, spec replay.ContainerSpec) (replay.C
 		Cmd:    []string{"sleep", "infinity"},
 		Labels: managed(spec.Labels),
 	}
+	if spec.Service {
+		cfg.Cmd, cfg.Env = nil, spec.Env
+	} else if len(spec.Env) > 0 {
+		return nil, errors.New("starting container: env is only for a service's main process")
+	}
 	host := &container.HostConfig{
 		NetworkMode: container.NetworkMode(spec.Network),
 		AutoRemove:  false,
@@ -452,6 +457,20 @@ func (c *Container) Commit(ctx context.Context, ref string) (string, error) {
 		return "", fmt.Errorf("committing container %s as %q: %w", short(c.id), ref, err)
 	}
 	return resp.ID, nil
+}
+
+// Logs implements replay.Container.
+func (c *Container) Logs(ctx context.Context, w io.Writer) error {
+	rc, err := c.engine.cli.ContainerLogs(ctx, c.id, container.LogsOptions{ShowStdout: true, ShowStderr: true})
+	if err != nil {
+		return fmt.Errorf("reading the log of container %s: %w", short(c.id), err)
+	}
+	defer rc.Close()
+	// Without a TTY the engine multiplexes both streams with headers.
+	if _, err := stdcopy.StdCopy(w, w, rc); err != nil {
+		return fmt.Errorf("reading the log of container %s: %w", short(c.id), err)
+	}
+	return nil
 }
 
 // Remove implements replay.Container.

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -68,6 +69,7 @@ func Run(t *testing.T, engine replay.Engine, caps Capabilities) {
 	t.Run("RemoveLeavesNothing", s.removeLeavesNothing)
 	t.Run("BadNetworkMode", s.badNetworkMode)
 	t.Run("JoinNetwork", s.joinNetwork)
+	t.Run("ServiceContainer", s.serviceContainer)
 	t.Run("MissingImage", s.missingImage)
 	if caps.Network {
 		t.Run("NetworkModes", s.networkModes)
@@ -490,6 +492,62 @@ func (s *suite) joinNetwork(t *testing.T) {
 	if o := run(t, joined, replay.ExecSpec{Cmd: sh("ls /sys/class/net; getent ahosts db | head -n 1"), Env: stdEnv}); !strings.HasPrefix(o.stdout, "lo\n127.0.0.1 ") {
 		t.Errorf("the joiner's interfaces and db: %q", o.stdout)
 	}
+}
+
+// serviceContainer: a service container runs its image's entrypoint and
+// command with the spec's env over the image's, in the namespace it joins,
+// where the other containers reach it on loopback; its output is its log,
+// and removing it stops the process.
+func (s *suite) serviceContainer(t *testing.T) {
+	labels := map[string]string{"dev.bootstrap.run": unique("run")}
+	if c, err := s.engine.Start(ctxFor(t), replay.ContainerSpec{Image: s.caps.Image, Network: replay.NetworkNone, Env: []string{"A=b"}, Labels: labels}); err == nil {
+		_ = s.engine.RemoveContainer(context.Background(), c.ID())
+		t.Error("Start with env but no service: no error")
+	}
+	ref := unique("service") + ":test"
+	id := ServiceImage(t, s.engine, ref)
+	port := freePort(t)
+	side := s.start(t, replay.ContainerSpec{Network: replay.NetworkNone, Labels: labels})
+	svc := s.start(t, replay.ContainerSpec{Image: id, Network: replay.JoinNetwork(side.ID()), Service: true,
+		Env: []string{"GREETING=from-spec", "PORT=" + port, "DELAY=300ms"}, Labels: labels, KeepCapabilities: true})
+	dial := "i=0; until bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + port + "; cat <&3'; do i=$((i+1)); [ $i -lt 100 ] || exit 1; sleep 0.1; done"
+	if o := run(t, side, replay.ExecSpec{Cmd: sh(dial), Env: stdEnv}); o.res.ExitCode != 0 || !strings.Contains(o.stdout, "from-spec\n") {
+		t.Fatalf("dialling the service from the namespace it joined: exit %d, stdout %q, stderr %q", o.res.ExitCode, o.stdout, o.stderr)
+	}
+	var log bytes.Buffer
+	if err := svc.Logs(ctxFor(t), &log); err != nil || !strings.Contains(log.String(), "serving from-spec on port "+port) {
+		t.Errorf("Logs = %q, %v; want the program's output, with the spec's env and the image's command", log.String(), err)
+	}
+	if err := svc.Remove(ctxFor(t)); err != nil {
+		t.Fatal(err)
+	}
+	once := "bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + port + "' 2>/dev/null && echo open || echo closed"
+	if o := run(t, side, replay.ExecSpec{Cmd: sh(once), Env: stdEnv}); o.stdout != "closed\n" {
+		t.Errorf("after Remove, the service's port is %q", o.stdout)
+	}
+	failed := s.start(t, replay.ContainerSpec{Image: id, Network: replay.JoinNetwork(side.ID()), Service: true,
+		Env: []string{"FAIL=1"}, Labels: labels, KeepCapabilities: true})
+	deadline := time.Now().Add(30 * time.Second)
+	for log.Reset(); !strings.Contains(log.String(), "refusing to start") && time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		log.Reset()
+		if err := failed.Logs(ctxFor(t), &log); err != nil {
+			t.Fatalf("Logs of an exited service: %v", err)
+		}
+	}
+	if !strings.Contains(log.String(), "refusing to start") {
+		t.Errorf("Logs of a service that exited = %q", log.String())
+	}
+}
+
+// freePort is a TCP port nothing on this host listens on now: the fake's
+// services share the host's loopback.
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return strconv.Itoa(l.Addr().(*net.TCPAddr).Port)
 }
 
 func (s *suite) missingImage(t *testing.T) {
