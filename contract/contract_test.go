@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"errors"
 	"os"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -162,5 +164,32 @@ func TestWriteToADevice(t *testing.T) {
 	}
 	if fi, err := os.Lstat(os.DevNull); err != nil || fi.Mode()&os.ModeCharDevice == 0 {
 		t.Fatalf("%s after the write: %v %v", os.DevNull, fi.Mode(), err)
+	}
+}
+
+// TestLoadRefusesWhatIsNotAFile: a contract that is a link, a FIFO or far
+// too large is an error naming it, and never read (a FIFO would block).
+func TestLoadRefusesWhatIsNotAFile(t *testing.T) {
+	dir := t.TempDir()
+	real := filepath.Join(dir, "real.yaml")
+	if err := os.WriteFile(real, []byte("version: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "link.yaml")
+	if err := os.Symlink(real, link); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, make([]byte, MaxSize+1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for file, want := range map[string]string{link: "not a regular file", fifo: "not a regular file", big: "more than a contract's"} {
+		if _, err := Load(file); err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), file) {
+			t.Errorf("Load(%s) = %v, want an error naming it and saying %q", filepath.Base(file), err, want)
+		}
 	}
 }

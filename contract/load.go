@@ -43,7 +43,7 @@ func (e *Error) Error() string {
 
 // Load reads and validates the contract at file.
 func Load(file string) (*Contract, error) {
-	data, err := os.ReadFile(file)
+	data, err := readFile(file)
 	if err != nil {
 		return nil, fmt.Errorf("loading contract: %w", err)
 	}

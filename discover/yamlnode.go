@@ -1,6 +1,7 @@
 package discover
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
 	"strings"
@@ -26,11 +27,71 @@ func parseYAML(f *file) *yaml.Node {
 		return nil
 	}
 	root := doc.Content[0]
+	// Consumers expand aliases as they read (text, scriptLines); a few
+	// hundred bytes of nested aliases would expand to billions of nodes,
+	// and an alias inside its own anchor to no end.
+	if line, why := expansion(root, maxYAMLNodes); why != "" {
+		f.fail(line, "invalid YAML: %s", why)
+		return nil
+	}
 	if root.Kind != yaml.MappingNode {
 		f.fail(root.Line, "invalid YAML: top level is not a mapping")
 		return nil
 	}
 	return root
+}
+
+// maxYAMLNodes bounds a document's size with its aliases expanded, and
+// maxYAMLDepth its nesting: real CI files are a few thousand nodes, a few
+// dozen deep.
+const (
+	maxYAMLNodes = 200_000
+	maxYAMLDepth = 200
+)
+
+// expansion checks that the tree under root, every alias expanded, has at
+// most limit nodes and no alias inside its own anchor; otherwise it names
+// the line and the reason. Each node is sized once, so the check costs the
+// document's size, not its expansion's.
+func expansion(root *yaml.Node, limit int) (line int, why string) {
+	size := map[*yaml.Node]int{}
+	open := map[*yaml.Node]bool{}
+	var walk func(n *yaml.Node, depth int) int
+	walk = func(n *yaml.Node, depth int) int {
+		if why != "" {
+			return 0
+		}
+		if s, ok := size[n]; ok {
+			return s
+		}
+		if depth > maxYAMLDepth {
+			line, why = n.Line, fmt.Sprintf("nested deeper than %d levels", maxYAMLDepth)
+			return 0
+		}
+		if open[n] {
+			line, why = n.Line, "an alias refers to a node that contains it"
+			return 0
+		}
+		open[n] = true
+		total := 1
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			total += walk(n.Alias, depth+1)
+		}
+		for _, c := range n.Content {
+			total += walk(c, depth+1)
+			if total > limit {
+				break
+			}
+		}
+		open[n] = false
+		if total > limit && why == "" {
+			line, why = n.Line, fmt.Sprintf("its aliases expand to more than %d nodes", limit)
+		}
+		size[n] = total
+		return total
+	}
+	walk(root, 0)
+	return line, why
 }
 
 // pairs iterates a mapping's key/value nodes in file order.

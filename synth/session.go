@@ -36,7 +36,10 @@ func (s *Session) Run(ctx context.Context, dir string, snap *repo.Snapshot) (*Ou
 	if err != nil {
 		return nil, err
 	}
-	bdir := filepath.Join(dir, contract.Dir)
+	bdir, err := contract.OutDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	draft, from, err := s.start(ctx, filepath.Join(bdir, contract.File), ev)
 	if err != nil {
 		return nil, err

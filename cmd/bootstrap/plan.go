@@ -36,7 +36,11 @@ the same bytes.`,
 				return fmt.Errorf("planning %q: %w", dir, err)
 			}
 			if out == "" {
-				out = filepath.Join(dir, contract.Dir, contract.File)
+				bdir, err := contract.OutDir(dir)
+				if err != nil {
+					return err
+				}
+				out = filepath.Join(bdir, contract.File)
 			}
 			// With --json the contract is in the JSON; "-o -" then writes
 			// nothing else to stdout.

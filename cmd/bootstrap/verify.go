@@ -27,7 +27,11 @@ re-verifies from the verdict cache.`,
 		Args: maxOnePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := pathArg(args)
-			file := filepath.Join(dir, contract.Dir, contract.File)
+			bdir, err := contract.OutDir(dir)
+			if err != nil {
+				return err
+			}
+			file := filepath.Join(bdir, contract.File)
 			c, err := contract.Load(file)
 			if err != nil {
 				return err
@@ -45,7 +49,7 @@ re-verifies from the verdict cache.`,
 			if err != nil {
 				return err
 			}
-			res, err := r.Run(cmd.Context(), replay.Input{Contract: c, Snapshot: snap, OutDir: filepath.Join(dir, contract.Dir)})
+			res, err := r.Run(cmd.Context(), replay.Input{Contract: c, Snapshot: snap, OutDir: bdir})
 			if err != nil {
 				return err
 			}
