@@ -138,8 +138,12 @@ type Mount struct {
 
 // ExecSpec is one command run inside a container.
 type ExecSpec struct {
-	Cmd     []string
-	Env     []string // exactly the environment the process sees, KEY=VALUE
+	Cmd []string
+	Env []string // exactly the environment the process sees, KEY=VALUE
+	// Secrets are more KEY=VALUE entries of that environment, handed over
+	// so that no process's arguments hold them (a host's ps lists those);
+	// a value holds no newline.
+	Secrets []string
 	User    string
 	WorkDir string
 	Stdout  io.Writer

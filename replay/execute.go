@@ -169,7 +169,10 @@ func (x *run) abort(err error) error {
 func (x *run) secretSetup() {
 	var values []string
 	for _, name := range x.contract.Secrets {
-		if v, ok := x.secrets(name); ok {
+		if _, ok := x.granted(name); !ok {
+			continue
+		}
+		if v, ok := x.secrets(name); ok && !strings.ContainsAny(v, "\n\x00") {
 			x.secretEnv = append(x.secretEnv, name+"="+v)
 			if v != "" {
 				values = append(values, v)
@@ -186,17 +189,41 @@ func (x *run) secretSetup() {
 	x.masker = strings.NewReplacer(pairs...)
 }
 
-func (x *run) secretNote() string {
-	var missing []string
-	for _, name := range x.contract.Secrets {
-		if _, ok := x.secrets(name); !ok {
-			missing = append(missing, name)
+// stageSecrets are the secrets stage s gets: every granted one when it is
+// offline, with the network only those granted to it by name.
+func (x *run) stageSecrets(s contract.Stage) []string {
+	var out []string
+	for _, kv := range x.secretEnv {
+		name, _, _ := strings.Cut(kv, "=")
+		if g, _ := x.granted(name); !s.Network || slices.Contains(g.Stages, s.Name) {
+			out = append(out, kv)
 		}
 	}
-	if len(missing) == 0 {
-		return ""
+	return out
+}
+
+func (x *run) secretNote() string {
+	var ungranted, missing, multiline []string
+	for _, name := range x.contract.Secrets {
+		if _, ok := x.granted(name); !ok {
+			ungranted = append(ungranted, name)
+		} else if v, ok := x.secrets(name); !ok {
+			missing = append(missing, name)
+		} else if strings.ContainsAny(v, "\n\x00") {
+			multiline = append(multiline, name)
+		}
 	}
-	return "secrets not set in the environment, so not passed: " + strings.Join(missing, ", ")
+	var notes []string
+	if len(ungranted) > 0 {
+		notes = append(notes, "secrets the contract declares but the caller did not grant (--secret NAME), so not passed: "+strings.Join(ungranted, ", "))
+	}
+	if len(missing) > 0 {
+		notes = append(notes, "secrets not set in the environment, so not passed: "+strings.Join(missing, ", "))
+	}
+	if len(multiline) > 0 {
+		notes = append(notes, "secrets holding a newline, which cannot be passed: "+strings.Join(multiline, ", "))
+	}
+	return strings.Join(notes, "; ")
 }
 
 // resolveImage finds the base image, pulling it when absent, and checks or

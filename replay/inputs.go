@@ -24,7 +24,7 @@ type inputs struct {
 	tree     []byte // the deterministic tar of the repository
 	ca       []byte // the CA bundle's bytes, nil when none is declared
 	caDigest string
-	// present lists the declared secrets the caller's environment holds: a
+	// present lists the declared secrets the caller granted and holds: a
 	// replay with a secret set may pass where one without it fails.
 	present string
 	digests map[string]string
@@ -47,14 +47,7 @@ func (r *Runner) prepareInputs(in Input) (*inputs, error) {
 		}
 		p.ca, p.caDigest = b, traces.Digest(b)
 	}
-	var present []string
-	for _, s := range in.Contract.Secrets {
-		if _, ok := r.secrets(s); ok {
-			present = append(present, s)
-		}
-	}
-	slices.Sort(present)
-	p.present = strings.Join(present, ",")
+	p.present = r.passed(in.Contract)
 	d, err := digests(in.Contract, in.Snapshot, traces.Digest(p.tree), p.caDigest, p.present)
 	if err != nil {
 		return nil, err

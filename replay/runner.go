@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
@@ -42,6 +44,7 @@ type Runner struct {
 	progress   io.Writer
 	now        func() time.Time
 	secrets    func(string) (string, bool)
+	grants     []SecretGrant
 	memory     int64
 	pids       int64
 	host       string
@@ -79,6 +82,53 @@ func WithClock(now func() time.Time) Option { return func(r *Runner) { r.now = n
 // WithSecrets sets where declared secrets' values come from (default os.LookupEnv).
 func WithSecrets(lookup func(string) (string, bool)) Option {
 	return func(r *Runner) { r.secrets = lookup }
+}
+
+// A SecretGrant is the caller's leave to pass one secret the contract
+// declares: to every offline stage, and to the stages in Stages besides,
+// which is how a fetch stage, with the network on, gets one. A contract
+// comes with the repository, so its own list decides nothing: a secret no
+// grant names is never looked up.
+type SecretGrant struct {
+	Name   string
+	Stages []string
+}
+
+// WithSecretGrants sets the secrets a replay may pass (default none).
+func WithSecretGrants(grants ...SecretGrant) Option {
+	return func(r *Runner) { r.grants = append(r.grants, grants...) }
+}
+
+// granted is the grant for a declared secret, if the caller gave one.
+func (r *Runner) granted(name string) (SecretGrant, bool) {
+	for _, g := range r.grants {
+		if g.Name == name {
+			return g, true
+		}
+	}
+	return SecretGrant{}, false
+}
+
+// passed lists the secrets a replay of c passes, NAME or NAME@stage for a
+// grant to a network stage, sorted: an input of the verdict, since a
+// replay with a secret may pass where one without it fails.
+func (r *Runner) passed(c *contract.Contract) string {
+	var out []string
+	for _, name := range c.Secrets {
+		g, ok := r.granted(name)
+		if !ok {
+			continue
+		}
+		if _, set := r.secrets(name); !set {
+			continue
+		}
+		out = append(out, name)
+		for _, st := range g.Stages {
+			out = append(out, name+"@"+st)
+		}
+	}
+	slices.Sort(out)
+	return strings.Join(slices.Compact(out), ",")
 }
 
 // WithLimits sets each stage container's memory (bytes) and process limits.

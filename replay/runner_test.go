@@ -105,13 +105,60 @@ func run(t *testing.T, r *replay.Runner, c *contract.Contract) (*replay.Result, 
 	return res, out
 }
 
+// TestSecretsOnlyGranted: a contract names secrets, the caller decides:
+// one it does not grant is never looked up nor passed, a granted one
+// reaches the offline stages only, and a network stage only with a grant
+// naming it. What passed is an input of the verdict, and the trace says
+// what did not.
+func TestSecretsOnlyGranted(t *testing.T) {
+	looked := map[string]bool{}
+	env := map[string]string{"TOKEN": "tok-value", "NPM_TOKEN": "npm-value", "AWS_SECRET_ACCESS_KEY": "aws-value"}
+	lookup := func(n string) (string, bool) { looked[n] = true; v, ok := env[n]; return v, ok }
+	key := func(grants ...replay.SecretGrant) (string, *fakeengine.Engine, *replay.Result) {
+		e := newEngine(t)
+		c := testContract("true")
+		c.Secrets = []string{"AWS_SECRET_ACCESS_KEY", "NPM_TOKEN", "TOKEN"}
+		res, _ := run(t, replay.New(replay.WithEngine(e), replay.WithNoCache(), replay.WithSecrets(lookup), replay.WithSecretGrants(grants...)), c)
+		if res.Verdict != traces.Pass {
+			t.Fatalf("verdict %s %+v", res.Verdict, res.Failure)
+		}
+		return res.Record.Inputs["key"], e, res
+	}
+	k, e, res := key(replay.SecretGrant{Name: "TOKEN"}, replay.SecretGrant{Name: "NPM_TOKEN", Stages: []string{"fetch"}})
+	if looked["AWS_SECRET_ACCESS_KEY"] {
+		t.Error("a secret the caller did not grant was looked up")
+	}
+	got := map[string][]string{}
+	for _, call := range e.Calls() {
+		if call.Op == "Exec" && call.Exec.User == "builder" {
+			got[call.Network] = append(got[call.Network], call.Exec.Secrets...)
+		}
+	}
+	if !slices.Equal(got[replay.NetworkHost], []string{"NPM_TOKEN"}) || !slices.Equal(got[replay.NetworkNone], []string{"NPM_TOKEN", "TOKEN"}) {
+		t.Errorf("secrets by network: %q", got)
+	}
+	if in := res.Record.Inputs["secrets_present"]; in != "NPM_TOKEN,NPM_TOKEN@fetch,TOKEN" {
+		t.Errorf("secrets_present = %q", in)
+	}
+	events, err := traces.Read(res.TracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(events[0].Message, "did not grant (--secret NAME), so not passed: AWS_SECRET_ACCESS_KEY") {
+		t.Errorf("replay.start message %q", events[0].Message)
+	}
+	if k2, _, _ := key(replay.SecretGrant{Name: "TOKEN"}); k2 == k {
+		t.Error("another grant, the same verdict key")
+	}
+}
+
 func TestPassOrderNetworkEnv(t *testing.T) {
 	e := newEngine(t)
 	secrets := func(n string) (string, bool) { return map[string]string{"TOKEN": "s3cr3t-value"}[n], n == "TOKEN" }
 	c := testContract(`test -f README && echo "token is $TOKEN" && env | sort`)
 	c.Secrets = []string{"TOKEN"}
 	t.Setenv("BOOTSTRAP_HOST_ONLY", "leak")
-	r := replay.New(replay.WithEngine(e), replay.WithClock(fixedClock()), replay.WithSecrets(secrets))
+	r := replay.New(replay.WithEngine(e), replay.WithClock(fixedClock()), replay.WithSecrets(secrets), replay.WithSecretGrants(replay.SecretGrant{Name: "TOKEN"}))
 	res, out := run(t, r, c)
 	if res.Verdict != traces.Pass {
 		t.Fatalf("verdict %s, failure %+v", res.Verdict, res.Failure)
@@ -138,6 +185,9 @@ func TestPassOrderNetworkEnv(t *testing.T) {
 		}
 		if call.Op == "Exec" && call.Exec.User == "builder" && strings.Contains(strings.Join(call.Exec.Cmd, " "), "env | sort") {
 			stepEnv = call.Exec.Env
+			if !slices.Equal(call.Exec.Secrets, []string{"TOKEN"}) {
+				t.Errorf("the verify step's secrets: %q", call.Exec.Secrets)
+			}
 			if call.Exec.WorkDir != "/work/src" || call.Network != replay.NetworkNone {
 				t.Errorf("verify step ran in %q with network %q", call.Exec.WorkDir, call.Network)
 			}
@@ -152,7 +202,7 @@ func TestPassOrderNetworkEnv(t *testing.T) {
 	wantEnv := []string{"CI=true", "FOO=bar", "GOMODCACHE=/cache/go/mod", "GOPROXY=file:///cache/go/mod/cache/download,https://proxy.golang.org,direct", "HOME=/home/builder", "LANG=C.UTF-8", "LOGNAME=builder",
 		"NPM_CONFIG_PREFIX=/home/builder/.local",
 		"PATH=/home/builder/.local/bin:/home/builder/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "SHELL=/bin/bash", "SOURCE_DATE_EPOCH=1700000000", "TZ=UTC", "USER=builder",
-		"XDG_CACHE_HOME=/cache/xdg", "YARN_CACHE_FOLDER=/cache/yarn", "npm_config_cache=/cache/npm", "npm_config_store_dir=/cache/pnpm", "TOKEN=s3cr3t-value"}
+		"XDG_CACHE_HOME=/cache/xdg", "YARN_CACHE_FOLDER=/cache/yarn", "npm_config_cache=/cache/npm", "npm_config_store_dir=/cache/pnpm"}
 	if !slices.Equal(stepEnv, wantEnv) {
 		t.Errorf("step env\n got %q\nwant %q", stepEnv, wantEnv)
 	}

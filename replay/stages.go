@@ -277,7 +277,7 @@ func (x *run) stepRun(stage string, n int) string {
 func (x *run) strongestIndex() int { return x.contract.Strongest() }
 
 // env is exactly what a step sees: the documented defaults, toolchain
-// variables, the contract's env, and the declared secrets found; network
+// variables and the contract's env (secrets travel apart, stageSecrets); network
 // says the stage has it.
 func (x *run) env(network bool) []string {
 	m := map[string]string{
@@ -331,11 +331,11 @@ func (x *run) env(network bool) []string {
 		// to the proxy, whose dial error names the network as before.
 		m["GOPROXY"] = "file://" + m["GOMODCACHE"] + "/cache/download," + p
 	}
-	env := make([]string, 0, len(m)+len(x.secretEnv))
+	env := make([]string, 0, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		env = append(env, k+"="+m[k])
 	}
-	return append(env, x.secretEnv...)
+	return env
 }
 
 // stagesRun runs the contract's stages in order until one fails.
@@ -411,7 +411,7 @@ func (x *run) stage(ctx context.Context, s contract.Stage, env []string) (bool, 
 		sctx, cancel := context.WithTimeout(ctx, timeout)
 		var cp capture
 		stepStart := x.now()
-		res, err := c.Exec(sctx, ExecSpec{Cmd: append(slices.Clone(x.shell), st.Run), Env: env, User: x.contract.User, WorkDir: cwd, Stdout: cp.stdout(), Stderr: cp.stderr()})
+		res, err := c.Exec(sctx, ExecSpec{Cmd: append(slices.Clone(x.shell), st.Run), Env: env, Secrets: x.stageSecrets(s), User: x.contract.User, WorkDir: cwd, Stdout: cp.stdout(), Stderr: cp.stderr()})
 		timedOut := errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
 		if err != nil && !timedOut {

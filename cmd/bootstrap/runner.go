@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -21,6 +24,7 @@ type replayFlags struct {
 	caBundle string
 	noCache  bool
 	keep     bool
+	secrets  []string
 }
 
 func (f *replayFlags) register(cmd *cobra.Command) {
@@ -29,7 +33,29 @@ func (f *replayFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.caBundle, "ca-bundle", "", "trust this CA bundle for TLS in fetch stages and toolchain downloads (default: $SSL_CERT_FILE); recorded as an input")
 	cmd.Flags().BoolVar(&f.noCache, "no-cache", false, "ignore the verdict cache and dependency caches")
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep containers and volumes for debugging and print how to enter them")
+	// A malformed grant is a usage error before anything is read or run.
+	cmd.PreRunE = func(*cobra.Command, []string) error { _, err := f.grants(); return err }
+	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "pass the secret NAME the contract declares, from this environment, to the offline stages; NAME@STAGE[,STAGE] to those network stages too (repeatable; none is passed without it)")
 }
+
+// grants reads --secret NAME[@STAGE,...].
+func (f *replayFlags) grants() ([]replay.SecretGrant, error) {
+	var out []replay.SecretGrant
+	for _, s := range f.secrets {
+		name, stages, at := strings.Cut(s, "@")
+		g := replay.SecretGrant{Name: name}
+		if at {
+			g.Stages = strings.Split(stages, ",")
+		}
+		if !secretNameRe.MatchString(name) || slices.Contains(g.Stages, "") {
+			return nil, &usageError{fmt.Errorf("--secret %q: want NAME or NAME@STAGE[,STAGE]", s)}
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+var secretNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // caBundle is the declared trust bundle: the flag, else SSL_CERT_FILE.
 func (f *replayFlags) bundle() (string, error) {
@@ -117,5 +143,10 @@ func newRunner(cmd *cobra.Command, f *replayFlags, e replay.Engine, extra ...rep
 	if f.keep {
 		opts = append(opts, replay.WithKeep())
 	}
+	grants, err := f.grants()
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts, replay.WithSecretGrants(grants...))
 	return replay.New(append(opts, extra...)...), nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -333,6 +334,7 @@ func (c *Container) Exec(ctx context.Context, spec replay.ExecSpec) (replay.Exec
 		User:         spec.User,
 		WorkingDir:   spec.WorkDir,
 		Cmd:          cmd,
+		AttachStdin:  len(spec.Secrets) > 0,
 		AttachStdout: true,
 		AttachStderr: true,
 	})
@@ -344,6 +346,16 @@ func (c *Container) Exec(ctx context.Context, spec replay.ExecSpec) (replay.Exec
 		return replay.ExecResult{}, c.ctxErr(ctx, fmt.Errorf("starting exec %q in container %s: %w", spec.Cmd[0], short(c.id), err))
 	}
 	defer att.Close()
+	if len(spec.Secrets) > 0 {
+		// Read by secretsScript, before the command starts.
+		_, err := io.WriteString(att.Conn, strings.Join(spec.Secrets, "\n")+"\n\n")
+		if err == nil {
+			err = att.CloseWrite()
+		}
+		if err != nil {
+			return replay.ExecResult{}, c.ctxErr(ctx, fmt.Errorf("passing secrets to %q in container %s: %w", spec.Cmd[0], short(c.id), err))
+		}
+	}
 	copied := make(chan error, 1)
 	go func() {
 		_, err := stdcopy.StdCopy(orDiscard(spec.Stdout), orDiscard(spec.Stderr), att.Reader)
@@ -431,7 +443,7 @@ func envCmd(spec replay.ExecSpec) ([]string, error) {
 	if strings.Contains(spec.Cmd[0], "=") {
 		return nil, fmt.Errorf("command %q contains '='", spec.Cmd[0])
 	}
-	cmd := make([]string, 0, 2+len(spec.Env)+len(spec.Cmd))
+	cmd := make([]string, 0, 6+len(spec.Env)+len(spec.Cmd))
 	cmd = append(cmd, "env", "-i")
 	for _, kv := range spec.Env {
 		if name, _, ok := strings.Cut(kv, "="); !ok || name == "" || strings.HasPrefix(name, "-") {
@@ -439,8 +451,25 @@ func envCmd(spec replay.ExecSpec) ([]string, error) {
 		}
 		cmd = append(cmd, kv)
 	}
+	for _, kv := range spec.Secrets {
+		if name, v, ok := strings.Cut(kv, "="); !ok || !secretName.MatchString(name) || strings.ContainsAny(v, "\n\x00") {
+			name, _, _ = strings.Cut(kv, "=")
+			return nil, fmt.Errorf("secret %q is not NAME=VALUE on one line", name)
+		}
+	}
+	if len(spec.Secrets) > 0 {
+		cmd = append(cmd, "sh", "-c", secretsScript, "sh")
+	}
 	return append(cmd, spec.Cmd...), nil
 }
+
+// secretsScript exports the secrets the engine writes to its stdin, one
+// NAME=VALUE a line up to an empty one, then runs the command with stdin
+// closed as an exec without secrets has it: the values travel in a pipe and
+// the environment, never in an argument list.
+const secretsScript = `while IFS= read -r kv && [ -n "$kv" ]; do export "$kv"; done; exec "$@" </dev/null`
+
+var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // CopyIn implements replay.Container.
 func (c *Container) CopyIn(ctx context.Context, dir string, tar io.Reader) error {

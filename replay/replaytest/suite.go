@@ -215,6 +215,14 @@ func (s *suite) env(t *testing.T) {
 		t.Errorf("host variable %s reached the step", hostOnlyVar)
 	}
 
+	// Secrets are in the environment too, with any character but a
+	// newline, and in no process's arguments.
+	secret := "s3 cr'et$(x)\\" + unique("value")
+	o = run(t, c, replay.ExecSpec{Cmd: sh(`printf '%s|%s\n' "$TOKEN" "$FOO"; cat /proc/[0-9]*/cmdline 2>/dev/null | tr '\0' ' '`), Env: want, Secrets: []string{"TOKEN=" + secret}})
+	if first, rest, _ := strings.Cut(o.stdout, "\n"); first != secret+"|bar" || strings.Contains(rest, secret) {
+		t.Errorf("with a secret: stdout %q (stderr %q), want the secret and FOO in the environment and the secret in no argument list", o.stdout, o.stderr)
+	}
+
 	// No declared env at all: nothing leaks, and a shell still finds commands.
 	o = run(t, c, replay.ExecSpec{Cmd: sh("env; echo ok"), Env: nil})
 	if !strings.HasSuffix(o.stdout, "ok\n") || strings.Contains(o.stdout, hostOnlyVar) {
