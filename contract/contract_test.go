@@ -138,6 +138,16 @@ func TestValidateInMemory(t *testing.T) {
 		}
 	}
 	c = sample()
+	c.Stages[0].Steps[0].Run = "echo \x1b[2Aforged"
+	c.Stages[0].Steps[0].Cwd = "a\nb"
+	c.Stages[1].Steps[0].Run = "echo \xff"
+	err = Validate(c)
+	for _, want := range []string{"stages[0].steps[0].run: holds the control character U+001B", `stages[0].steps[0].cwd: "a\nb" must be a relative path inside the repository, in plain text`, "stages[1].steps[0].run: not valid UTF-8"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate: got %v, want %q", err, want)
+		}
+	}
+	c = sample()
 	c.Archive.Release = "md5:x"
 	if err := Validate(c); err == nil || !strings.Contains(err.Error(), "archive.release: must be sha256") {
 		t.Errorf("a bad archive digest: %v", err)

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"gopkg.in/yaml.v3"
 )
@@ -442,9 +443,11 @@ func (v *validator) stages(stages []Stage) {
 			g := fmt.Sprintf("%s.steps[%d]", f, j)
 			if strings.TrimSpace(st.Run) == "" {
 				v.fail(g+".run", "is required")
+			} else if why := readable(st.Run, "\t\n"); why != "" {
+				v.fail(g+".run", "%s: a command a person reviews must be plain text", why)
 			}
-			if st.Cwd != "" && !validRel(st.Cwd) {
-				v.fail(g+".cwd", "%q must be a relative path inside the repository", st.Cwd)
+			if st.Cwd != "" && (!validRel(st.Cwd) || readable(st.Cwd, "") != "") {
+				v.fail(g+".cwd", "%q must be a relative path inside the repository, in plain text", st.Cwd)
 			}
 			if st.Evidence == "" {
 				v.fail(g+".evidence", "every step needs its evidence")
@@ -463,6 +466,20 @@ func (v *validator) stages(stages []Stage) {
 	if strongest != 1 {
 		v.fail("stages", "exactly one stage must be marked strongest, found %d", strongest)
 	}
+}
+
+// readable says why s is not plain text: not UTF-8, or a control
+// character other than those in allow.
+func readable(s, allow string) string {
+	if !utf8.ValidString(s) {
+		return "not valid UTF-8"
+	}
+	for _, r := range s {
+		if (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0) && !strings.ContainsRune(allow, r) {
+			return fmt.Sprintf("holds the control character %U", r)
+		}
+	}
+	return ""
 }
 
 func validRel(p string) bool {

@@ -8,9 +8,12 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/bootstrap-dev/bootstrap/repo"
 )
@@ -71,6 +74,15 @@ func Run(ctx context.Context, snap *repo.Snapshot, opts ...Option) (*Result, err
 				return err
 			}
 			d.errs = append(d.errs, Error{Path: p, Msg: err.Error()})
+			return nil
+		}
+		if why := unsafeText(p, ""); why != "" && p != "." {
+			// A name that would forge output lines or break a shell
+			// word once written into a contract or a terminal.
+			d.errs = append(d.errs, Error{Path: fmt.Sprintf("%q", p), Msg: "the path " + why + ", left out"})
+			if e.IsDir() {
+				return fs.SkipDir
+			}
 			return nil
 		}
 		if e.IsDir() {
@@ -161,22 +173,70 @@ type file struct {
 	r    *run
 	n    int // evidence count before mining, to tell whether it produced any
 	nerr int
+	// starts are the byte offsets of its lines, built by lineText.
+	starts []int
 }
 
 func (f *file) add(kind Kind, line int, excerpt string, facts map[string]string) {
+	for _, k := range slices.Sorted(maps.Keys(facts)) {
+		if why := unsafeText(facts[k], "\t\n\r"); why != "" {
+			f.fail(line, "%s %s, so it is not evidence", k, why)
+			return
+		}
+	}
 	if len(excerpt) > 200 {
 		excerpt = excerpt[:200]
+		for !utf8.ValidString(excerpt) {
+			excerpt = excerpt[:len(excerpt)-1]
+		}
 	}
-	f.r.ev = append(f.r.ev, Evidence{Kind: kind, Path: f.path, Line: line, Excerpt: excerpt, Facts: facts})
+	f.r.ev = append(f.r.ev, Evidence{Kind: kind, Path: f.path, Line: line, Excerpt: strings.Map(printable, excerpt), Facts: facts})
+}
+
+// unsafeText says why s cannot be evidence: text that is not UTF-8 (a
+// contract would carry it as !!binary, which no reviewer reads) or holds
+// control characters other than those in allow (terminal escapes that
+// forge output, a NUL, a newline in a path).
+func unsafeText(s, allow string) string {
+	if !utf8.ValidString(s) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range s {
+		if (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0) && !strings.ContainsRune(allow, r) {
+			return fmt.Sprintf("holds the control character %U", r)
+		}
+	}
+	return ""
+}
+
+// printable shows a control character in an excerpt as U+FFFD.
+func printable(r rune) rune {
+	if r < 0x20 && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 {
+		return utf8.RuneError
+	}
+	return r
 }
 
 func (f *file) fail(line int, format string, args ...any) {
 	f.r.errs = append(f.r.errs, Error{Path: f.path, Line: line, Msg: fmt.Sprintf(format, args...)})
 }
 
-// lineText is the trimmed text of 1-based line n.
+// lineText is the trimmed text of 1-based line n. The offsets of the
+// lines are found once per file: a miner asks for a line per evidence
+// item, and rescanning from the top each time is quadratic in the file.
 func (f *file) lineText(n int) string {
-	return lineText(f.data, n)
+	if f.starts == nil {
+		f.starts = []int{0}
+		for i, b := range f.data {
+			if b == '\n' {
+				f.starts = append(f.starts, i+1)
+			}
+		}
+	}
+	if n < 1 || n > len(f.starts) {
+		return ""
+	}
+	return lineText(f.data[f.starts[n-1]:], 1)
 }
 
 func lineText(data []byte, n int) string {

@@ -50,3 +50,34 @@ func TestHostileYAML(t *testing.T) {
 		t.Errorf("the Makefile was not mined beside the hostile files: %v", res.Evidence)
 	}
 }
+
+// TestHostileText: a path with a newline or an escape, a command that is
+// not UTF-8 or holds a terminal escape, never become evidence; each is an
+// error that names where, quoted, and an excerpt shows no control
+// character raw.
+func TestHostileText(t *testing.T) {
+	fsys := fstest.MapFS{
+		"evil\ndir/package.json": {Data: []byte(`{"name":"x","scripts":{"test":"jest"}}`)},
+		"Makefile":               {Data: []byte("test:\n\tgo test ./...\nbad:\n\techo \x1b[31mred\n")},
+		"README.md":              {Data: []byte("# x\n\n```sh\necho \xff\xfe\n```\n")},
+	}
+	res := runFS(t, fsys)
+	var msgs []string
+	for _, e := range res.Errors {
+		msgs = append(msgs, e.Path+":"+e.Msg)
+	}
+	all := strings.Join(msgs, "\n")
+	for _, want := range []string{`"evil\ndir":the path holds the control character U+000A, left out`, "holds the control character U+001B, so it is not evidence", "is not valid UTF-8, so it is not evidence"} {
+		if !strings.Contains(all, want) {
+			t.Errorf("errors lack %q:\n%s", want, all)
+		}
+	}
+	for _, e := range res.Evidence {
+		if strings.Contains(e.Path, "evil") || strings.ContainsAny(e.Excerpt, "\x1b\n") || strings.Contains(e.Facts["run"], "\x1b") {
+			t.Errorf("hostile evidence kept: %+v", e)
+		}
+	}
+	if find(res, KindMakeTarget, "Makefile:1", nil) == nil {
+		t.Error("the plain target beside the hostile one was lost")
+	}
+}

@@ -1136,7 +1136,7 @@ func (p *run) stepEnvPrefix(e discover.Evidence, ctx exprCtx, inherited map[stri
 			p.skip("env", name, e, why)
 			continue
 		}
-		out = append(out, name+"="+shellQuote(v))
+		out = append(out, name+"="+ShellQuote(v))
 	}
 	return out
 }
@@ -1154,7 +1154,9 @@ func withEnv(env []string, run string) string {
 	return strings.Join(env, " ") + " " + run
 }
 
-func shellQuote(s string) string {
+// ShellQuote quotes s as one sh word unless it is plain path and word
+// characters: a directory named $(…) or a;b stays a word.
+func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=,@%+") == "" {
 		return s
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/plan"
 )
 
 // AgentContext renders the contract as plain instructions an agent can load
@@ -35,7 +36,7 @@ func AgentContext(c *contract.Contract, verified bool) []byte {
 	if len(c.Env) > 0 {
 		var es []string
 		for _, k := range slices.Sorted(maps.Keys(c.Env)) {
-			es = append(es, k+"="+c.Env[k])
+			es = append(es, k+"="+plan.ShellQuote(c.Env[k]))
 		}
 		fmt.Fprintf(&b, "- Environment: %s\n", strings.Join(es, " "))
 	}
@@ -56,7 +57,7 @@ func AgentContext(c *contract.Contract, verified bool) []byte {
 		fmt.Fprintf(&b, "\n### %s\n\n```sh\n", title)
 		for _, st := range s.Steps {
 			if st.Cwd != "" {
-				fmt.Fprintf(&b, "(cd %s && %s)\n", st.Cwd, st.Run)
+				fmt.Fprintf(&b, "(cd %s && %s)\n", plan.ShellQuote(st.Cwd), st.Run)
 			} else {
 				fmt.Fprintf(&b, "%s\n", st.Run)
 			}
