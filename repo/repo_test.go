@@ -330,3 +330,55 @@ func TestReadBoundedRefusesOversizeAndNonRegular(t *testing.T) {
 		t.Fatalf("a FIFO: %v", err)
 	}
 }
+
+// TestHostileIgnoreFiles: an ignore file that is a link (to /dev/zero, to
+// a file outside the repository) or a FIFO is not read, as git follows no
+// link to one, so the walk neither hangs, nor fills memory, nor obeys a
+// file outside; one with too many patterns is an error naming it. A
+// linked worktree, whose .git is a file, takes the common directory's
+// excludes.
+func TestHostileIgnoreFiles(t *testing.T) {
+	root := t.TempDir()
+	outside := t.TempDir()
+	write(t, outside, "ignore-all", "*\n")
+	write(t, root, "keep.go", "package x")
+	write(t, root, "a/keep.go", "package a")
+	write(t, root, "b/keep.go", "package b")
+	if err := os.Symlink("/dev/zero", filepath.Join(root, ".gitignore")); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "a", ".gitignore"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "ignore-all"), filepath.Join(root, "b", ".gitignore")); err != nil {
+		t.Fatal(err)
+	}
+	fsys, err := newWorktreeFS(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := walk(t, fsys), []string{"a", "a/.gitignore", "a/keep.go", "b", "b/keep.go", "keep.go"}; !slices.Equal(got, want) {
+		t.Errorf("walk:\n got %q\nwant %q", got, want)
+	}
+
+	many := t.TempDir()
+	write(t, many, ".gitignore", strings.Repeat("x*y\n", maxIgnorePatterns+1))
+	if _, err := newWorktreeFS(many); err == nil || !strings.Contains(err.Error(), ".gitignore: more than 10000 patterns") {
+		t.Errorf("an ignore file of too many patterns: %v", err)
+	}
+
+	common := t.TempDir()
+	write(t, common, "info/exclude", "*.tmp\n")
+	write(t, common, "worktrees/wt/commondir", "../..\n")
+	linked := t.TempDir()
+	write(t, linked, ".git", "gitdir: "+filepath.Join(common, "worktrees", "wt")+"\n")
+	write(t, linked, "x.tmp", "x")
+	write(t, linked, "x.go", "package x")
+	fsys, err = newWorktreeFS(linked)
+	if err != nil {
+		t.Fatalf("a linked worktree: %v", err)
+	}
+	if got := walk(t, fsys); !slices.Equal(got, []string{"x.go"}) {
+		t.Errorf("linked worktree walk = %q, want x.go alone (x.tmp excluded by the common info/exclude, .git hidden)", got)
+	}
+}

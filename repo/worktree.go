@@ -4,13 +4,13 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
@@ -44,9 +44,14 @@ var (
 )
 
 func newWorktreeFS(root string) (*worktreeFS, error) {
-	base, err := readIgnoreFile(filepath.Join(root, ".git", "info", "exclude"), nil)
-	if err != nil {
-		return nil, err
+	// A linked worktree's or a submodule's .git is a file naming its git
+	// directory; the excludes are in the common one, as git reads them.
+	var base []gitignore.Pattern
+	if dot := GitDir(root); dot != "" {
+		var err error
+		if base, err = readIgnoreFile(filepath.Join(CommonDir(dot), "info", "exclude"), nil); err != nil {
+			return nil, err
+		}
 	}
 	own, err := readIgnoreFile(filepath.Join(root, ".gitignore"), nil)
 	if err != nil {
@@ -59,13 +64,19 @@ func newWorktreeFS(root string) (*worktreeFS, error) {
 }
 
 func readIgnoreFile(file string, domain []string) ([]gitignore.Pattern, error) {
-	data, err := os.ReadFile(file)
-	// A missing .gitignore is the common case; a directory of that name ignores nothing.
-	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.EISDIR) {
+	fi, err := os.Lstat(file)
+	// A missing .gitignore is the common case; a directory of that name
+	// ignores nothing, and git follows no symbolic link to one (it could
+	// name /dev/zero, a FIFO or a file outside the repository).
+	if errors.Is(err, fs.ErrNotExist) || err == nil && !fi.Mode().IsRegular() {
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
+	}
+	data, err := ReadBounded(file, maxIgnoreFile)
+	if err != nil {
+		return nil, fmt.Errorf("reading ignore file: %w", err)
 	}
 	var ps []gitignore.Pattern
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -75,10 +86,20 @@ func readIgnoreFile(file string, domain []string) ([]gitignore.Pattern, error) {
 		if line == "" || strings.HasPrefix(line, "#") {
 			continue
 		}
+		if len(ps) == maxIgnorePatterns {
+			return nil, fmt.Errorf("%s: more than %d patterns", file, maxIgnorePatterns)
+		}
 		ps = append(ps, gitignore.ParsePattern(line, domain))
 	}
 	return ps, nil
 }
+
+// An ignore file is matched against every path below it, so its size is
+// bounded: real ones are a few hundred lines.
+const (
+	maxIgnoreFile     = 1 << 20
+	maxIgnorePatterns = 10_000
+)
 
 // scratch is a path for ignored: d's parts plus a slot for the entry name,
 // so a whole listing is matched with one allocation.
