@@ -16,9 +16,9 @@ import (
 // Exit codes. Only main decides how an error looks and which code it gets.
 const (
 	exitOK          = 0
-	exitFail        = 1 // the contract was judged and did not pass
-	exitUsage       = 2 // bad flags or arguments
-	exitError       = 3 // the job could not be done: bad input, no engine, ...
+	exitFail        = 1  // the contract was judged and did not pass
+	exitUsage       = 64 // bad flags or arguments (sysexits EX_USAGE; 2 is a Go runtime crash, out of memory)
+	exitError       = 3  // the job could not be done: bad input, no engine, ...
 	exitInterrupted = 130
 )
 
@@ -81,7 +81,7 @@ network off after the fetch stage, and repairs it until it passes.`,
 		SilenceErrors: true,
 		Version:       version,
 		// Cobra reports an unknown command as a plain error; make it a usage
-		// error (exit 2, with the hint) like an unknown flag.
+		// error (exit 64, with the hint) like an unknown flag.
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
