@@ -173,8 +173,10 @@ type file struct {
 	r    *run
 	n    int // evidence count before mining, to tell whether it produced any
 	nerr int
-	// starts are the byte offsets of its lines, built by lineText.
+	// starts are the byte offsets of its lines and crs its lone CRs,
+	// counted by lineCount.
 	starts []int
+	crs    int
 }
 
 func (f *file) add(kind Kind, line int, excerpt string, facts map[string]string) {
@@ -218,13 +220,17 @@ func printable(r rune) rune {
 }
 
 func (f *file) fail(line int, format string, args ...any) {
+	// A parser may place an error past the last line (an empty document
+	// after "---"); the reader is sent to the last one.
+	if n := f.lineCount(); line > n {
+		line = n
+	}
 	f.r.errs = append(f.r.errs, Error{Path: f.path, Line: line, Msg: fmt.Sprintf(format, args...)})
 }
 
-// lineText is the trimmed text of 1-based line n. The offsets of the
-// lines are found once per file: a miner asks for a line per evidence
-// item, and rescanning from the top each time is quadratic in the file.
-func (f *file) lineText(n int) string {
+// lineCount is the number of lines of f, counting a lone CR as a break
+// as YAML does; it indexes where each \n-line starts on first use.
+func (f *file) lineCount() int {
 	if f.starts == nil {
 		f.starts = []int{0}
 		for i, b := range f.data {
@@ -232,8 +238,16 @@ func (f *file) lineText(n int) string {
 				f.starts = append(f.starts, i+1)
 			}
 		}
+		f.crs = bytes.Count(f.data, []byte("\r")) - bytes.Count(f.data, []byte("\r\n"))
 	}
-	if n < 1 || n > len(f.starts) {
+	return len(f.starts) + f.crs
+}
+
+// lineText is the trimmed text of 1-based line n. The offsets of the
+// lines are found once per file: a miner asks for a line per evidence
+// item, and rescanning from the top each time is quadratic in the file.
+func (f *file) lineText(n int) string {
+	if n < 1 || n > f.lineCount() || n > len(f.starts) {
 		return ""
 	}
 	return lineText(f.data[f.starts[n-1]:], 1)

@@ -81,3 +81,47 @@ func FuzzStripJSONC(f *testing.F) {
 		}
 	})
 }
+
+// fuzzMiner mines data as the file at name beside nothing else: no input
+// may panic, hang or expand without bound, and every piece of evidence and
+// every error names that file and a line inside it.
+func fuzzMiner(f *testing.F, name string, seeds ...string) {
+	for _, s := range seeds {
+		f.Add(s)
+	}
+	f.Add(laughs())
+	f.Add("a: &a [x, *a]\n")
+	f.Add(strings.Repeat("- ", 300) + "x\n")
+	f.Fuzz(func(t *testing.T, s string) {
+		d := &run{seen: map[string]bool{}, goDirs: map[string]bool{}}
+		minerFor(name).fn(&file{path: name, data: []byte(s), r: d})
+		res := &Result{Evidence: d.ev, Errors: d.errs}
+		// YAML breaks lines at a lone CR too.
+		lines := strings.Count(s, "\n") + strings.Count(s, "\r") - strings.Count(s, "\r\n") + 1
+		for _, e := range res.Evidence {
+			if e.Path != name || e.Line < 0 || e.Line > lines {
+				t.Fatalf("evidence %+v outside %s's %d lines", e, name, lines)
+			}
+		}
+		for _, e := range res.Errors {
+			if e.Path != name || e.Line < 0 || e.Line > lines {
+				t.Fatalf("error %+v outside %s's %d lines", e, name, lines)
+			}
+		}
+	})
+}
+
+func FuzzGitHubWorkflow(f *testing.F) {
+	fuzzMiner(f, ".github/workflows/ci.yml",
+		"on: push\njobs:\n  t:\n    runs-on: ubuntu-latest\n    strategy:\n      matrix:\n        go: [1.22, 1.23]\n        os: [a, b]\n    services:\n      db:\n        image: postgres:16\n        ports: ['5432:5432']\n    steps:\n      - uses: actions/setup-go@v5\n        with: {go-version: '${{ matrix.go }}'}\n      - run: go test ./...\n        env: {A: b}\n",
+		"on: [push]\nenv: {X: '1'}\njobs: {b: {uses: ./.github/workflows/r.yml, with: {a: 1}}}\n")
+}
+
+func FuzzGitLabCI(f *testing.F) {
+	fuzzMiner(f, ".gitlab-ci.yml",
+		"variables: {A: $B, B: c}\n.t: &t\n  script: [make test]\ntest:\n  <<: *t\n  extends: .t\n  image: golang:1.22\n  services: [postgres:15, {name: 'redis:7', alias: cache}]\n  script:\n    - go test ./...\n")
+}
+
+func FuzzTaskfile(f *testing.F) {
+	fuzzMiner(f, "Taskfile.yml", "version: '3'\ntasks:\n  test:\n    deps: [build]\n    cmds:\n      - go test ./...\n      - task: lint\n  build: {cmds: [go build ./...]}\n")
+}

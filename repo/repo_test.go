@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"syscall"
@@ -380,5 +381,42 @@ func TestHostileIgnoreFiles(t *testing.T) {
 	}
 	if got := walk(t, fsys); !slices.Equal(got, []string{"x.go"}) {
 		t.Errorf("linked worktree walk = %q, want x.go alone (x.tmp excluded by the common info/exclude, .git hidden)", got)
+	}
+}
+
+// TestLargeBlobAtRevision: opening and stat-ing a large blob at a
+// revision, and reading its start, never loads it whole: what a size cap
+// refuses costs its header (a 300 MB blob had taken 1.3 GB and 5 s).
+func TestLargeBlobAtRevision(t *testing.T) {
+	root := t.TempDir()
+	r, err := git.PlainInit(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 64 << 20
+	write(t, root, "big.txt", strings.Repeat("x", size))
+	commitAll(t, r, "big", time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC))
+	snap, err := Open(context.Background(), root, "HEAD")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f, err := snap.FS.Open("big.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := f.Stat()
+	if err != nil || fi.Size() != size {
+		t.Fatalf("stat = %v, %v", fi, err)
+	}
+	head := make([]byte, 16)
+	if _, err := io.ReadFull(f, head); err != nil || string(head) != "xxxxxxxxxxxxxxxx" {
+		t.Fatalf("read %q, %v", head, err)
+	}
+	f.Close()
+	runtime.ReadMemStats(&after)
+	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size/4 {
+		t.Errorf("opening a %d MB blob allocated %d MB", size>>20, alloc>>20)
 	}
 }
