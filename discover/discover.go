@@ -122,6 +122,11 @@ func Run(ctx context.Context, snap *repo.Snapshot, opts ...Option) (*Result, err
 		}
 		d.mine(p, res)
 	}
+	if err := ctx.Err(); err != nil {
+		// Told to stop while mining the last file: a result now would
+		// read as complete.
+		return nil, err
+	}
 	d.gopath()
 	res.Projects = d.projects()
 	for i := range d.ev {
@@ -173,6 +178,9 @@ type file struct {
 	r    *run
 	n    int // evidence count before mining, to tell whether it produced any
 	nerr int
+	// bom is set when the file began with a byte order mark, which data
+	// no longer holds.
+	bom bool
 	// starts are the byte offsets of its lines and crs its lone CRs,
 	// counted by lineCount.
 	starts []int
@@ -281,7 +289,15 @@ func (d *run) mine(p string, res *Result) {
 		return
 	}
 	if !m.head && bytes.IndexByte(f.data[:min(len(f.data), 8192)], 0) >= 0 {
-		return // binary: nothing to mine
+		// Binary: nothing to mine, nor a project's marker to count.
+		delete(d.seen, p)
+		f.fail(0, "holds a NUL byte, so it is binary and not mined")
+		return
+	}
+	// A UTF-8 byte order mark is not text a miner should see (a README's
+	// first fence, a package.json's opening brace); the digest keeps it.
+	if b, ok := bytes.CutPrefix(f.data, utf8BOM); ok {
+		f.data, f.bom = b, true
 	}
 	m.fn(f)
 	if len(d.ev) == f.n && len(d.errs) == f.nerr {
@@ -298,6 +314,8 @@ func (d *run) mine(p string, res *Result) {
 		d.ev[i].SHA256 = sum
 	}
 }
+
+var utf8BOM = []byte{0xef, 0xbb, 0xbf}
 
 // read fills f.data from fh: the whole file up to the cap, or for a head
 // miner only its start, leaving fh positioned after it.
@@ -334,6 +352,9 @@ func (d *run) read(f *file, fh fs.File, head bool) error {
 // read the rest streamed from fh without keeping it.
 func digest(f *file, fh fs.File) (string, error) {
 	h := sha256.New()
+	if f.bom {
+		h.Write(utf8BOM)
+	}
 	h.Write(f.data)
 	if f.head {
 		if _, err := io.Copy(h, fh); err != nil {

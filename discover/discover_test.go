@@ -507,7 +507,8 @@ func TestBinaryAndSizeCap(t *testing.T) {
 	if len(res.Evidence) != 1 || res.Evidence[0].Path != "Dockerfile" {
 		t.Errorf("evidence = %+v", res.Evidence)
 	}
-	if len(res.Errors) != 1 || res.Errors[0].Path != "README.md" || !strings.Contains(res.Errors[0].Msg, "too large, skipped") {
+	if len(res.Errors) != 2 || res.Errors[0].Path != "Makefile" || !strings.Contains(res.Errors[0].Msg, "binary and not mined") ||
+		res.Errors[1].Path != "README.md" || !strings.Contains(res.Errors[1].Msg, "too large, skipped") {
 		t.Errorf("errors = %+v", res.Errors)
 	}
 	if _, ok := res.Files["Makefile"]; ok {

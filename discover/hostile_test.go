@@ -1,9 +1,15 @@
 package discover
 
 import (
+	"context"
+	"errors"
+	"io/fs"
 	"strings"
 	"testing"
 	"testing/fstest"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/repo"
 )
 
 // laughs is a workflow of nested aliases, a few hundred bytes that expand
@@ -80,4 +86,60 @@ func TestHostileText(t *testing.T) {
 	if find(res, KindMakeTarget, "Makefile:1", nil) == nil {
 		t.Error("the plain target beside the hostile one was lost")
 	}
+}
+
+// TestByteOrderMarkAndBinary: a byte order mark hides neither a README's
+// first fence nor a package.json, and the digest is still the file's; a
+// binary go.mod is named, not mined, and makes no project.
+func TestByteOrderMarkAndBinary(t *testing.T) {
+	readme := "\ufeff```sh\nmake check\n```\n"
+	fsys := fstest.MapFS{
+		"README.md":        {Data: []byte(readme)},
+		"web/package.json": {Data: []byte("\ufeff" + `{"name":"web","scripts":{"test":"vitest"}}`)},
+		"tool/go.mod":      {Data: []byte("module x\x00\x01\x02")},
+	}
+	res := runFS(t, fsys)
+	if find(res, KindDocCommand, "README.md:2", map[string]string{"command": "make check"}) == nil {
+		t.Errorf("the fence after a BOM was missed: %+v", res.Evidence)
+	}
+	if find(res, KindPackageScript, "web/package.json:1", map[string]string{"name": "test"}) == nil {
+		t.Errorf("a package.json after a BOM was not read: %+v %v", res.Evidence, res.Errors)
+	}
+	if res.Files["README.md"] != contract.SHA256([]byte(readme)) {
+		t.Errorf("README digest %s is not the file's", res.Files["README.md"])
+	}
+	for _, p := range res.Projects {
+		if p.Root == "tool" {
+			t.Errorf("a binary go.mod made a project: %+v", p)
+		}
+	}
+	if len(res.Errors) != 1 || res.Errors[0].Path != "tool/go.mod" || !strings.Contains(res.Errors[0].Msg, "binary") {
+		t.Errorf("errors %v, want the binary go.mod named", res.Errors)
+	}
+}
+
+// TestCancelledRunReturnsNoResult: told to stop while the last file is
+// mined, discovery returns the context's error, never a result that would
+// read as complete.
+func TestCancelledRunReturnsNoResult(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	fsys := cancelOnOpen{MapFS: fstest.MapFS{"Makefile": {Data: []byte("test:\n\tgo test ./...\n")}}, cancel: cancel}
+	res, err := Run(ctx, &repo.Snapshot{FS: fsys, Worktree: true})
+	if !errors.Is(err, context.Canceled) || res != nil {
+		t.Errorf("Run cancelled while mining = %v, %v; want no result and context.Canceled", res, err)
+	}
+}
+
+// cancelOnOpen cancels when a file is opened for mining, as a Ctrl-C then.
+type cancelOnOpen struct {
+	fstest.MapFS
+	cancel func()
+}
+
+func (c cancelOnOpen) Open(name string) (fs.File, error) {
+	if name != "." {
+		c.cancel()
+	}
+	return c.MapFS.Open(name)
 }

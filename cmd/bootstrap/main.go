@@ -42,6 +42,13 @@ func (u *usageError) Unwrap() error { return u.err }
 func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	go func() {
+		// The first signal asks for a clean stop (traces kept, containers
+		// removed); a second one, with the default action restored, ends
+		// the process at once.
+		<-ctx.Done()
+		stop()
+	}()
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	root.SetIn(stdin)
