@@ -62,8 +62,9 @@ func ParseCorpus(name string, r io.Reader) ([]Entry, error) {
 	return out, nil
 }
 
-// Synthesize runs synth on a prepared copy of one repository.
-type Synthesize func(ctx context.Context, dir, rev string) (*synth.Outcome, error)
+// Synthesize runs synth on a prepared copy of one repository and returns
+// its summary (what .bootstrap/runs/synth.json holds).
+type Synthesize func(ctx context.Context, dir, rev string) (*synth.Summary, error)
 
 // Row is how one repository fared.
 type Row struct {
@@ -106,15 +107,15 @@ func Run(ctx context.Context, entries []Entry, work string, fn Synthesize, progr
 		row := Row{Source: e.Source, Rev: e.Rev, Dir: dir}
 		start := time.Now()
 		out, err := prepare(ctx, e, dir)
-		var o *synth.Outcome
+		var o *synth.Summary
 		if err == nil {
 			o, err = fn(ctx, dir, out)
 		}
 		row.Seconds = time.Since(start).Seconds()
 		if o != nil {
 			row.Verified, row.Attempts, row.Tokens, row.Diagnosis = o.Verified, o.Replays(), o.Tokens, o.Diagnosis
-			if n := len(o.Attempts); n > 0 && !o.Verified && o.Attempts[n-1] != nil && o.Attempts[n-1].Failure != nil {
-				row.Class = string(o.Attempts[n-1].Failure.Class)
+			if n := len(o.Attempts); n > 0 && !o.Verified {
+				row.Class = o.Attempts[n-1].Class
 			}
 			for _, d := range o.Deltas {
 				if d.Accepted {

@@ -43,12 +43,12 @@ func TestRunCopiesAndReports(t *testing.T) {
 	}
 	entries := []Entry{{Source: gitRepo, Rev: head}, {Source: plain}, {Source: filepath.Join(t.TempDir(), "gone")}}
 	var seen []string
-	fn := func(ctx context.Context, dir, rev string) (*synth.Outcome, error) {
+	fn := func(ctx context.Context, dir, rev string) (*synth.Summary, error) {
 		seen = append(seen, rev)
 		if hasFile(ctx, dir, rev, "go.mod") {
-			return &synth.Outcome{Verified: true, Attempts: make([]*synth.Attempt, 2), Deltas: []synth.Logged{{Delta: synth.Delta{Rule: "missing-command"}, Accepted: true}, {Delta: synth.Delta{Rule: "llm"}}}}, nil
+			return &synth.Summary{Verified: true, Attempts: make([]synth.AttemptSummary, 2), Deltas: []synth.Logged{{Delta: synth.Delta{Rule: "missing-command"}, Accepted: true}, {Delta: synth.Delta{Rule: "llm"}}}}, nil
 		}
-		return &synth.Outcome{Attempts: make([]*synth.Attempt, 3), Diagnosis: "tests fail"}, errors.New("budget")
+		return &synth.Summary{Attempts: []synth.AttemptSummary{{}, {}, {Class: "test-failure"}}, Diagnosis: "tests fail"}, errors.New("budget")
 	}
 	var progress bytes.Buffer
 	rep, err := Run(context.Background(), entries, t.TempDir(), fn, &progress)
@@ -62,7 +62,7 @@ func TestRunCopiesAndReports(t *testing.T) {
 	if !r0.Verified || r0.Attempts != 2 || strings.Join(r0.Repairs, ",") != "missing-command" || r0.Rejected != 1 {
 		t.Errorf("git row %+v", r0)
 	}
-	if r1.Verified || r1.Diagnosis != "tests fail" || r1.Error != "budget" {
+	if r1.Verified || r1.Diagnosis != "tests fail" || r1.Error != "budget" || r1.Class != "test-failure" || r1.Attempts != 3 {
 		t.Errorf("plain row %+v", r1)
 	}
 	if r2.Error == "" || r2.Attempts != 0 {
@@ -136,12 +136,12 @@ func TestLocalClones(t *testing.T) {
 	}
 	want := []string{first, first, second, first, second}
 	var got []string
-	fn := func(ctx context.Context, dir, rev string) (*synth.Outcome, error) {
+	fn := func(ctx context.Context, dir, rev string) (*synth.Summary, error) {
 		got = append(got, rev)
 		if !hasFile(ctx, dir, rev, "go.mod") {
 			return nil, errors.New("go.mod missing from the copy")
 		}
-		return &synth.Outcome{Verified: hasFile(ctx, dir, rev, "later.txt") == (rev == second)}, nil
+		return &synth.Summary{Verified: hasFile(ctx, dir, rev, "later.txt") == (rev == second)}, nil
 	}
 	rep, err := Run(context.Background(), entries, t.TempDir(), fn, nil)
 	if err != nil {

@@ -81,6 +81,17 @@ type Summary struct {
 	Diagnosis  string           `json:"diagnosis,omitempty"`
 }
 
+// Replays counts the attempts that replayed, not those judged again.
+func (s *Summary) Replays() int {
+	n := 0
+	for _, a := range s.Attempts {
+		if a.Judged == 0 {
+			n++
+		}
+	}
+	return n
+}
+
 // Summarize is the machine-readable account of a synth run.
 func Summarize(out *Outcome) Summary {
 	s := Summary{Verified: out.Verified, Iterations: len(out.Attempts), Seconds: out.Elapsed.Seconds(), Tokens: out.Tokens, UsedLLM: out.UsedLLM, Deltas: out.Deltas, Diagnosis: out.Diagnosis}

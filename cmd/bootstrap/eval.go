@@ -4,10 +4,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
+	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/eval"
 	"github.com/bootstrap-dev/bootstrap/plan"
 	"github.com/bootstrap-dev/bootstrap/repo"
@@ -26,7 +34,10 @@ git URL, and an optional revision; # starts a comment), synthesizes a contract
 for each in a fresh copy under --work (the corpus is never written to), and
 prints a table: verified or not, replays, time, tokens, repairs, diagnosis.
 --json FILE also writes the full report. Each copy keeps its .bootstrap with
-contract, traces and the synth summary.`,
+contract, traces and the synth summary. Each repository is synthesized by its
+own bootstrap process (synth --fresh, with eval's flags), so one that crashes
+the process, runs it out of memory or hangs past its budget is that row's
+failure, not the batch's.`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return &usageError{fmt.Errorf("eval takes one CORPUS file, got %d arguments", len(args))}
@@ -51,23 +62,11 @@ contract, traces and the synth summary.`,
 					return err
 				}
 			}
-			e, err := newEngine(cmd.Context())
+			exe, err := self()
 			if err != nil {
-				return err
+				return fmt.Errorf("finding the bootstrap binary to run each repository: %w", err)
 			}
-			defer e.Close()
-			s, err := newSession(cmd, &f, e)
-			if err != nil {
-				return err
-			}
-			s.Fresh = true
-			fn := func(ctx context.Context, dir, rev string) (*synth.Outcome, error) {
-				snap, err := repo.Open(ctx, dir, rev)
-				if err != nil {
-					return nil, err
-				}
-				return s.Run(ctx, dir, snap)
-			}
+			fn := isolated(exe, synthArgs(cmd), cmd.ErrOrStderr())
 			rep, runErr := eval.Run(cmd.Context(), entries, work, fn, cmd.ErrOrStderr())
 			rep.WriteTable(cmd.OutOrStdout())
 			fmt.Fprintf(cmd.ErrOrStderr(), "copies, contracts and traces are in %s\n", work)
@@ -116,4 +115,105 @@ func writeJSON(file string, v any) error {
 		return fmt.Errorf("writing report: %w", err)
 	}
 	return nil
+}
+
+// self is this program as it was started, found as the shell found it.
+func self() (string, error) {
+	name := os.Args[0]
+	if !strings.Contains(name, "/") {
+		p, err := exec.LookPath(name)
+		if err != nil {
+			return os.Executable()
+		}
+		name = p
+	}
+	return filepath.Abs(name)
+}
+
+// evalOnly are eval's own flags, which the synth of one repository is not given.
+var evalOnly = map[string]bool{"work": true, "json": true, "plan-only": true, "expect": true}
+
+// synthArgs are the flags the caller gave eval that synth takes too, for
+// each repository's synth process.
+func synthArgs(cmd *cobra.Command) []string {
+	var args []string
+	cmd.Flags().Visit(func(fl *pflag.Flag) {
+		if evalOnly[fl.Name] {
+			return
+		}
+		if sv, ok := fl.Value.(pflag.SliceValue); ok {
+			for _, v := range sv.GetSlice() {
+				args = append(args, "--"+fl.Name+"="+v)
+			}
+			return
+		}
+		args = append(args, "--"+fl.Name+"="+fl.Value.String())
+	})
+	return args
+}
+
+// isolated synthesizes each repository in a process of its own: exe synth
+// --fresh with flags, its progress on stderr. The summary is what it wrote
+// into the copy; a process that ended any other way than verified (0) or
+// not (1) is that row's error, with the end of what it printed. Ctrl-C
+// reaches it as an interrupt, so it cleans up as synth does.
+func isolated(exe string, flags []string, stderr io.Writer) eval.Synthesize {
+	return func(ctx context.Context, dir, rev string) (*synth.Summary, error) {
+		args := append([]string{"synth", "--fresh"}, flags...)
+		if rev != "" {
+			args = append(args, "--rev", rev)
+		}
+		c := exec.CommandContext(ctx, exe, append(args, "--", dir)...)
+		var tail tailWriter
+		c.Stdout, c.Stderr = io.Discard, io.MultiWriter(stderr, &tail)
+		// Its own process group: a terminal's Ctrl-C reaches eval alone,
+		// which passes on exactly one interrupt (a second would end synth
+		// before it cleans up).
+		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
+		c.WaitDelay = 5 * time.Minute
+		runErr := c.Run()
+		sum, readErr := readSummary(filepath.Join(dir, contract.Dir, synth.RunsDir, "synth.json"))
+		code := c.ProcessState.ExitCode()
+		if runErr != nil && code != exitFail {
+			what := fmt.Sprintf("synth exited with %v", runErr)
+			if code == 2 {
+				what += " (a crash: out of memory, or a Go runtime error)"
+			}
+			return sum, fmt.Errorf("%s: %s", what, tail.last())
+		}
+		if readErr != nil {
+			return nil, fmt.Errorf("synth left no summary: %w", readErr)
+		}
+		return sum, nil
+	}
+}
+
+func readSummary(file string) (*synth.Summary, error) {
+	b, err := repo.ReadBounded(file, 16<<20)
+	if err != nil {
+		return nil, err
+	}
+	var s synth.Summary
+	if err := json.Unmarshal(b, &s); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return &s, nil
+}
+
+// tailWriter keeps the end of what a process printed.
+type tailWriter struct{ b []byte }
+
+func (t *tailWriter) Write(p []byte) (int, error) {
+	t.b = append(t.b, p...)
+	if len(t.b) > 8<<10 {
+		t.b = append(t.b[:0], t.b[len(t.b)-4<<10:]...)
+	}
+	return len(p), nil
+}
+
+// last is its last few lines, on one line.
+func (t *tailWriter) last() string {
+	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
+	return strings.Join(lines[max(0, len(lines)-3):], " | ")
 }
