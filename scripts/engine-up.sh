@@ -49,6 +49,13 @@ fi
 if pgrep -x dockerd >/dev/null 2>&1; then
 	echo "engine-up: dockerd is running but not answering yet; waiting"
 else
+	# A dockerd that was killed leaves its pid file, which a new one
+	# refuses to start over when the pid has been reused; no dockerd runs,
+	# so the file is stale.
+	if [ -f /var/run/docker.pid ]; then
+		echo "engine-up: removing the stale /var/run/docker.pid of an engine that no longer runs"
+		rm -f /var/run/docker.pid
+	fi
 	echo "engine-up: starting dockerd (log: $log)"
 	# setsid: the daemon must outlive this script and its terminal.
 	setsid dockerd --bridge=none --iptables=false >>"$log" 2>&1 </dev/null &
