@@ -171,15 +171,9 @@ const maxAlternates = 5
 // alternates turned off (shared does it): that fallback opens every
 // alternate anew for each object it looks up, re-reading the pack indexes
 // each time (seven minutes to read a 24 MB tree from a large history).
-//
-// An object larger than largeObject is read as it is used rather than
-// whole when it is found: a reader stops at its size cap, so a 2 GB blob
-// at a revision costs its header, not 2 GB of memory.
 func storage(fs billy.Filesystem) *filesystem.Storage {
-	return filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{AlternatesFS: memfs.New(), LargeObjectThreshold: largeObject})
+	return filesystem.NewStorageWithOptions(fs, cache.NewObjectLRUDefault(), filesystem.Options{AlternatesFS: memfs.New()})
 }
-
-const largeObject = 1 << 20
 
 // alternates opens, once each, the object stores that objects/info/alternates
 // under objects names, and theirs in turn, depth deep.

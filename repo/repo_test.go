@@ -5,9 +5,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -385,8 +387,8 @@ func TestHostileIgnoreFiles(t *testing.T) {
 }
 
 // TestLargeBlobAtRevision: opening and stat-ing a large blob at a
-// revision, and reading its start, never loads it whole: what a size cap
-// refuses costs its header (a 300 MB blob had taken 1.3 GB and 5 s).
+// revision never loads it: what a size cap refuses costs its header (a
+// 300 MB blob had taken 1.3 GB and 5 s).
 func TestLargeBlobAtRevision(t *testing.T) {
 	root := t.TempDir()
 	r, err := git.PlainInit(root, false)
@@ -410,13 +412,54 @@ func TestLargeBlobAtRevision(t *testing.T) {
 	if err != nil || fi.Size() != size {
 		t.Fatalf("stat = %v, %v", fi, err)
 	}
-	head := make([]byte, 16)
-	if _, err := io.ReadFull(f, head); err != nil || string(head) != "xxxxxxxxxxxxxxxx" {
-		t.Fatalf("read %q, %v", head, err)
-	}
 	f.Close()
 	runtime.ReadMemStats(&after)
 	if alloc := after.TotalAlloc - before.TotalAlloc; alloc > size/4 {
 		t.Errorf("opening a %d MB blob allocated %d MB", size>>20, alloc>>20)
+	}
+	// Read, it is the blob, byte for byte.
+	b, err := fs.ReadFile(snap.FS, "big.txt")
+	if err != nil || len(b) != size || strings.Trim(string(b), "x") != "" {
+		t.Errorf("reading it: %d bytes, %v", len(b), err)
+	}
+}
+
+// TestPackedDeltaBlobsReadWhole: a large blob stored as a delta in a pack
+// reads back byte for byte at every revision. (go-git's lazy large objects
+// read one corpus repository's 1.4 MB yarn.lock wrong, same length, other
+// bytes; this layout does not reproduce that, so the corpus plan check is
+// what showed it.)
+func TestPackedDeltaBlobsReadWhole(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git to pack with")
+	}
+	root := t.TempDir()
+	r, err := git.PlainInit(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for i := range 60000 {
+		lines = append(lines, fmt.Sprintf("dependency-%d@^1.%d.0", i, i%97))
+	}
+	v1 := strings.Join(lines, "\n")
+	lines[30000] = "changed"
+	v2 := strings.Join(lines, "\n")
+	write(t, root, "yarn.lock", v1)
+	first := commitAll(t, r, "one", time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC))
+	write(t, root, "yarn.lock", v2)
+	commitAll(t, r, "two", time.Date(2024, 1, 3, 3, 4, 5, 0, time.UTC))
+	if out, err := exec.Command("git", "-C", root, "gc", "-q", "--aggressive").CombinedOutput(); err != nil {
+		t.Fatalf("git gc: %v\n%s", err, out)
+	}
+	for rev, want := range map[string]string{first: v1, "HEAD": v2} {
+		snap, err := Open(context.Background(), root, rev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := fs.ReadFile(snap.FS, "yarn.lock")
+		if err != nil || string(b) != want {
+			t.Errorf("yarn.lock at %s: %d bytes (%v), want the %d committed", rev, len(b), err, len(want))
+		}
 	}
 }

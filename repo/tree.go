@@ -71,15 +71,27 @@ func (t *treeFS) Open(name string) (fs.File, error) {
 	case e.Mode == filemode.Submodule:
 		return nil, &fs.PathError{Op: "open", Path: name, Err: fs.ErrNotExist}
 	}
-	blob, err := t.tree.TreeEntryFile(&e)
+	// The size is the object's header; the object itself is loaded on
+	// the first Read, so a reader that refuses a file by its size never
+	// loads it (go-git loads a blob whole when it finds it: a 300 MB blob
+	// had cost 1.3 GB before the size cap saw it). go-git's own lazy
+	// large objects are not used: they read a delta-packed blob wrong.
+	size, err := t.tree.Size(name)
 	if err != nil {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
 	}
-	r, err := blob.Reader()
-	if err != nil {
-		return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+	open := func() (io.ReadCloser, error) {
+		blob, err := t.tree.TreeEntryFile(&e)
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+		r, err := blob.Reader()
+		if err != nil {
+			return nil, &fs.PathError{Op: "open", Path: name, Err: err}
+		}
+		return r, nil
 	}
-	return &treeFile{info: t.info(path.Base(name), e, blob.Size), rc: r}, nil
+	return &treeFile{info: t.info(path.Base(name), e, size), open: open}, nil
 }
 
 func (t *treeFS) Stat(name string) (fs.FileInfo, error) {
@@ -185,12 +197,29 @@ func (i treeInfo) Sys() any           { return nil }
 
 type treeFile struct {
 	info treeInfo
+	open func() (io.ReadCloser, error)
 	rc   io.ReadCloser
 }
 
 func (f *treeFile) Stat() (fs.FileInfo, error) { return f.info, nil }
-func (f *treeFile) Read(p []byte) (int, error) { return f.rc.Read(p) }
-func (f *treeFile) Close() error               { return f.rc.Close() }
+
+func (f *treeFile) Read(p []byte) (int, error) {
+	if f.rc == nil {
+		rc, err := f.open()
+		if err != nil {
+			return 0, err
+		}
+		f.rc = rc
+	}
+	return f.rc.Read(p)
+}
+
+func (f *treeFile) Close() error {
+	if f.rc == nil {
+		return nil
+	}
+	return f.rc.Close()
+}
 
 type treeDir struct {
 	info treeInfo
