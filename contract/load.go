@@ -475,12 +475,16 @@ func readable(s, allow string) string {
 		return "not valid UTF-8"
 	}
 	for _, r := range s {
-		if (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0) && !strings.ContainsRune(allow, r) {
+		if IsControl(r) && !strings.ContainsRune(allow, r) {
 			return fmt.Sprintf("holds the control character %U", r)
 		}
 	}
 	return ""
 }
+
+// IsControl reports a C0 or C1 control character or DEL: what a terminal
+// may act on, and what no command or path a person reviews should hold.
+func IsControl(r rune) bool { return r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0 }
 
 func validRel(p string) bool {
 	if p == "" || path.IsAbs(p) || strings.Contains(p, "\\") {

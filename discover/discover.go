@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/repo"
 )
 
@@ -212,7 +213,7 @@ func unsafeText(s, allow string) string {
 		return "is not valid UTF-8"
 	}
 	for _, r := range s {
-		if (r < 0x20 || r == 0x7f || r >= 0x80 && r < 0xa0) && !strings.ContainsRune(allow, r) {
+		if contract.IsControl(r) && !strings.ContainsRune(allow, r) {
 			return fmt.Sprintf("holds the control character %U", r)
 		}
 	}
@@ -221,7 +222,7 @@ func unsafeText(s, allow string) string {
 
 // printable shows a control character in an excerpt as U+FFFD.
 func printable(r rune) rune {
-	if r < 0x20 && r != '\t' || r == 0x7f || r >= 0x80 && r < 0xa0 {
+	if r != '\t' && contract.IsControl(r) {
 		return utf8.RuneError
 	}
 	return r

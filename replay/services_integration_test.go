@@ -18,6 +18,43 @@ func service(name, kind string, port int, env map[string]string) contract.Servic
 	return contract.Service{Name: name, Kind: kind, Port: port, Env: env, Evidence: "ci.yml:1", Source: contract.SourceCI, Reason: "test"}
 }
 
+// replayPass replays c against the real engine and fails the test unless
+// it passes, showing the failed step's log.
+func replayPass(t *testing.T, c *contract.Contract) (*replay.Result, string) {
+	t.Helper()
+	out := t.TempDir()
+	res, err := replayReal(t, context.Background(), c, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Verdict != traces.Pass {
+		b, _ := os.ReadFile(filepath.Join(out, res.Failure.LogPath))
+		t.Fatalf("verdict %s: %+v %+v\n%s", res.Verdict, res.Failure, res.Failure.Failure, b)
+	}
+	return res, out
+}
+
+// serviceLogs are the logs of the _services steps in the trace under out,
+// in order: each service's start, then each one's own log.
+func serviceLogs(t *testing.T, out string) []string {
+	t.Helper()
+	evs, err := traces.Read(filepath.Join(out, "trace.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs []string
+	for _, e := range evs {
+		if e.Type == traces.StepEnd && e.Stage == "_services" && e.LogPath != "" {
+			b, err := os.ReadFile(filepath.Join(out, e.LogPath))
+			if err != nil {
+				t.Fatal(err)
+			}
+			logs = append(logs, string(b))
+		}
+	}
+	return logs
+}
+
 // TestRealServices replays a contract whose offline stage reaches every
 // kind of service by its CI host name and port, configured by the env its
 // image reads, while the network stays off.
@@ -43,34 +80,13 @@ func TestRealServices(t *testing.T) {
 		service("cache", "redis", 0, nil),
 		service("memcached", "memcached", 0, nil),
 	}
-	out := t.TempDir()
-	res, err := replayReal(t, context.Background(), c, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Verdict != traces.Pass {
-		b, _ := os.ReadFile(filepath.Join(out, res.Failure.LogPath))
-		t.Fatalf("verdict %s: %+v %+v\n%s", res.Verdict, res.Failure, res.Failure.Failure, b)
-	}
+	res, out := replayPass(t, c)
 	for _, p := range []string{"postgresql", "mariadb-server", "redis-server", "memcached"} {
 		if res.Record.SystemPackages[p] == "" {
 			t.Errorf("the record names no version of %s: %v", p, res.Record.SystemPackages)
 		}
 	}
-	evs, err := traces.Read(filepath.Join(out, "trace.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var logs []string
-	for _, e := range evs {
-		if e.Type == traces.StepEnd && e.Stage == "_services" && e.LogPath != "" {
-			b, err := os.ReadFile(filepath.Join(out, e.LogPath))
-			if err != nil {
-				t.Fatal(err)
-			}
-			logs = append(logs, string(b))
-		}
-	}
+	logs := serviceLogs(t, out)
 	// Five starts and five of the daemons' own logs; postgres's says it listened.
 	if len(logs) != 10 || !strings.Contains(logs[5], "database system is ready to accept connections") {
 		t.Errorf("service logs in the trace: %d, postgres's: %.300q", len(logs), logs)
@@ -116,39 +132,20 @@ func TestRealImageService(t *testing.T) {
 		`test "$(timeout 5 bash -c 'exec 3<>/dev/tcp/greeter/7000; cat <&3')" = hello`,
 	)
 	c.Services = []contract.Service{greeter(map[string]string{"GREETING": "hello", "PORT": "7000", "DELAY": "2s"})}
-	out := t.TempDir()
-	res, err := replayReal(t, context.Background(), c, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Verdict != traces.Pass {
-		b, _ := os.ReadFile(filepath.Join(out, res.Failure.LogPath))
-		t.Fatalf("verdict %s: %+v %+v\n%s", res.Verdict, res.Failure, res.Failure.Failure, b)
-	}
+	res, out := replayPass(t, c)
 	if got := res.Record.ServiceImages["greeter"]; got != id {
 		t.Errorf("record service_images = %v, want greeter: %s", res.Record.ServiceImages, id)
 	}
 	if got := res.Record.Inputs["service_image:greeter"]; got != id {
 		t.Errorf("inputs %v, want service_image:greeter = %s", res.Record.Inputs, id)
 	}
-	evs, err := traces.Read(filepath.Join(out, "trace.jsonl"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var log string
-	for _, e := range evs {
-		if e.Type == traces.StepEnd && e.Step == "_services/2" && e.LogPath != "" {
-			b, _ := os.ReadFile(filepath.Join(out, e.LogPath))
-			log = string(b)
-		}
-	}
-	if !strings.Contains(log, "serving hello on port 7000") {
-		t.Errorf("the service's log in the trace: %q", log)
+	if logs := serviceLogs(t, out); len(logs) != 2 || !strings.Contains(logs[1], "serving hello on port 7000") {
+		t.Errorf("the service's log in the trace: %q", logs)
 	}
 
 	c = testContract("echo never")
 	c.Services = []contract.Service{greeter(map[string]string{"FAIL": "1", "PORT": "7000"})}
-	res, err = replayReal(t, context.Background(), c, t.TempDir())
+	res, err := replayReal(t, context.Background(), c, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
