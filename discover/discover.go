@@ -26,8 +26,24 @@ const DefaultMaxFileSize = 1 << 20
 // and real lockfiles are often far larger than the per-file cap.
 const headSize = 64 << 10
 
+// DefaultMaxRepoBytes is the default cap on the bytes read from all the
+// files of one repository together.
+const DefaultMaxRepoBytes = 256 << 20
+
+// Bounds on what one repository can make discovery produce, so that its
+// output stays a summary whatever the input: a generated Makefile of a
+// hundred thousand targets is evidence of a few, and an error per line of a
+// broken file says no more than the first hundred.
+const (
+	maxFileEvidence = 2_000
+	maxEvidence     = 50_000
+	maxFileErrors   = 100
+	maxErrors       = 5_000
+)
+
 type config struct {
-	maxFileSize int64
+	maxFileSize  int64
+	maxRepoBytes int64
 }
 
 // Option tunes a discovery run.
@@ -38,6 +54,13 @@ type Option func(*config)
 // exempt: only their first 64 KiB are kept, the rest streamed into the digest.
 func WithMaxFileSize(n int64) Option {
 	return func(c *config) { c.maxFileSize = n }
+}
+
+// WithMaxRepoBytes caps the bytes read from all mined files together;
+// once it is spent, every further file becomes an Error naming the budget
+// and is not read.
+func WithMaxRepoBytes(n int64) Option {
+	return func(c *config) { c.maxRepoBytes = n }
 }
 
 // Dir opens the repository at path (rev "" for the working tree) and runs discovery.
@@ -63,7 +86,7 @@ var siblings = map[string]bool{"gradlew": true, "pnpm-workspace.yaml": true, "se
 // Run mines snap and returns a sorted Result. Only a cancelled context or an
 // unreadable tree is an error; a malformed file becomes a Result.Errors entry.
 func Run(ctx context.Context, snap *repo.Snapshot, opts ...Option) (*Result, error) {
-	cfg := config{maxFileSize: DefaultMaxFileSize}
+	cfg := config{maxFileSize: DefaultMaxFileSize, maxRepoBytes: DefaultMaxRepoBytes}
 	for _, o := range opts {
 		o(&cfg)
 	}
@@ -168,6 +191,8 @@ type run struct {
 	goDirs map[string]bool
 	ev     []Evidence
 	errs   []Error
+	// bytesRead counts the bytes of the files read so far, against maxRepoBytes.
+	bytesRead int64
 }
 
 // file is one candidate being mined.
@@ -186,9 +211,19 @@ type file struct {
 	// counted by lineCount.
 	starts []int
 	crs    int
+	// full and noisy are set once the file's evidence, or its errors,
+	// reached their bound and that was said.
+	full, noisy bool
 }
 
 func (f *file) add(kind Kind, line int, excerpt string, facts map[string]string) {
+	if len(f.r.ev)-f.n >= maxFileEvidence || len(f.r.ev) >= maxEvidence {
+		if !f.full {
+			f.full = true
+			f.fail(line, "holds more evidence than discovery keeps (%d items in a file, %d in a repository): this line and the rest are left out", maxFileEvidence, maxEvidence)
+		}
+		return
+	}
 	for _, k := range slices.Sorted(maps.Keys(facts)) {
 		if why := unsafeText(facts[k], "\t\n\r"); why != "" {
 			f.fail(line, "%s %s, so it is not evidence", k, why)
@@ -233,6 +268,13 @@ func (f *file) fail(line int, format string, args ...any) {
 	// after "---"); the reader is sent to the last one.
 	if n := f.lineCount(); line > n {
 		line = n
+	}
+	if len(f.r.errs)-f.nerr >= maxFileErrors || len(f.r.errs) >= maxErrors {
+		if !f.noisy {
+			f.noisy = true
+			f.r.errs = append(f.r.errs, Error{Path: f.path, Line: line, Msg: fmt.Sprintf("more errors than discovery reports (%d in a file, %d in a repository): this line's and the rest are left out", maxFileErrors, maxErrors)})
+		}
+		return
 	}
 	f.r.errs = append(f.r.errs, Error{Path: f.path, Line: line, Msg: fmt.Sprintf(format, args...)})
 }
@@ -325,6 +367,14 @@ func (d *run) read(f *file, fh fs.File, head bool) error {
 	if err != nil {
 		return err
 	}
+	if !head && fi.Size() > d.cfg.maxFileSize {
+		return fmt.Errorf("too large, skipped (%d bytes, cap %d)", fi.Size(), d.cfg.maxFileSize)
+	}
+	// A lockfile counts whole: its digest streams the rest.
+	if d.bytesRead+fi.Size() > d.cfg.maxRepoBytes {
+		return fmt.Errorf("skipped: the bytes read from the repository would pass its budget (%d bytes read, this file %d, budget %d)", d.bytesRead, fi.Size(), d.cfg.maxRepoBytes)
+	}
+	d.bytesRead += fi.Size()
 	if head {
 		buf := make([]byte, min(fi.Size(), headSize))
 		n, err := io.ReadFull(fh, buf)
@@ -333,9 +383,6 @@ func (d *run) read(f *file, fh fs.File, head bool) error {
 		}
 		f.data, f.head = buf[:n], fi.Size() > int64(n)
 		return nil
-	}
-	if fi.Size() > d.cfg.maxFileSize {
-		return fmt.Errorf("too large, skipped (%d bytes, cap %d)", fi.Size(), d.cfg.maxFileSize)
 	}
 	data, err := io.ReadAll(io.LimitReader(fh, d.cfg.maxFileSize+1))
 	if err != nil {

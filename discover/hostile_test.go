@@ -3,6 +3,7 @@ package discover
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -142,4 +143,47 @@ func (c cancelOnOpen) Open(name string) (fs.File, error) {
 		c.cancel()
 	}
 	return c.MapFS.Open(name)
+}
+
+// TestOutputBounds: what one repository makes discovery produce is
+// bounded however large its files are: the evidence of a file, its errors,
+// and the bytes read from the repository, each past its bound an error
+// naming the file (and the line where the bound was met).
+func TestOutputBounds(t *testing.T) {
+	var mk, bad []byte
+	for i := 0; i < 3*maxFileEvidence; i++ {
+		mk = fmt.Appendf(mk, "t%d:\n", i)
+	}
+	for i := 0; i < 3*maxFileErrors; i++ {
+		bad = fmt.Appendf(bad, "t%d:\n\techo \x1b[2J%d\n", i, i)
+	}
+	res := runFS(t, fstest.MapFS{"Makefile": {Data: mk}, "sub/Makefile": {Data: bad}})
+	n := 0
+	for _, e := range res.Evidence {
+		if e.Path == "Makefile" {
+			n++
+		}
+	}
+	if n != maxFileEvidence {
+		t.Errorf("Makefile: %d evidence items kept, want %d", n, maxFileEvidence)
+	}
+	errs := map[string][]Error{}
+	for _, e := range res.Errors {
+		errs[e.Path] = append(errs[e.Path], e)
+	}
+	if e := errs["Makefile"]; len(e) != 1 || e[0].Line != maxFileEvidence+1 || !strings.Contains(e[0].Msg, "more evidence than discovery keeps") {
+		t.Errorf("Makefile errors %+v, want one at line %d saying the rest is left out", e, maxFileEvidence+1)
+	}
+	if e := errs["sub/Makefile"]; len(e) != maxFileErrors+1 || !strings.Contains(e[maxFileErrors].Msg, "more errors than discovery reports") {
+		t.Errorf("sub/Makefile: %d errors, the last %+v; want %d and a last saying the rest are left out", len(e), e[len(e)-1], maxFileErrors+1)
+	}
+
+	big := []byte("t:\n\techo " + strings.Repeat("x", 600) + "\n")
+	res = runFS(t, fstest.MapFS{"a/Makefile": {Data: big}, "b/Makefile": {Data: big}}, WithMaxRepoBytes(1000))
+	if len(res.Errors) != 1 || res.Errors[0].Path != "b/Makefile" || !strings.Contains(res.Errors[0].Msg, "budget 1000") {
+		t.Errorf("errors %+v, want b/Makefile skipped for the read budget", res.Errors)
+	}
+	if len(res.Evidence) == 0 || res.Evidence[0].Path != "a/Makefile" {
+		t.Errorf("evidence %+v, want a/Makefile's", res.Evidence)
+	}
 }
