@@ -247,7 +247,9 @@ func ParseDelta(content string) (synth.Delta, error) {
 		if !knownOps[op.Kind] {
 			return synth.Delta{}, fmt.Errorf("llm: op %d: unknown op %q", i+1, op.Kind)
 		}
-		if op.Step != nil && op.Step.Source == "" {
+		if op.Step != nil {
+			// Whatever the reply claims, the step is the model's: it never
+			// counts as one the repository documents.
 			d.Ops[i].Step.Source = contract.SourceLLM
 		}
 	}

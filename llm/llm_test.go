@@ -210,3 +210,18 @@ func (f verifierFunc) Verify(_ context.Context, c *contract.Contract, n int, _ b
 	a.Contract = c
 	return a, nil
 }
+
+// TestRecordedServerStepIsTheModels: a reply whose step claims to come
+// from the CI workflow still gets the model's source, so that the replay
+// never counts it as a step the repository documents (which may change
+// tracked files).
+func TestRecordedServerStepIsTheModels(t *testing.T) {
+	_, srv := newRecordedServer(t, reply{200, "claims-ci-source.json", 0})
+	d, _, err := New("test-key", srv.URL+"/v1", nil).Revise(context.Background(), request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Ops) != 1 || d.Ops[0].Step == nil || d.Ops[0].Step.Source != contract.SourceLLM {
+		t.Fatalf("delta: %+v", d.Ops)
+	}
+}

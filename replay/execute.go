@@ -18,6 +18,7 @@ import (
 	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/results"
 	"github.com/bootstrap-dev/bootstrap/traces"
+	"github.com/bootstrap-dev/bootstrap/tracked"
 )
 
 // Paths inside replay containers.
@@ -89,6 +90,10 @@ type run struct {
 	tests     []results.Test
 	masker    *strings.Replacer
 	secretEnv []string
+	// tree is the tracked files' sums as last read back (nil until a
+	// resumed run takes its baseline); treeOff, an image that cannot read them.
+	tree    tracked.Sums
+	treeOff bool
 }
 
 func (x *run) labels() map[string]string {
@@ -383,6 +388,10 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 			return false, err
 		}
 	}
+	if err := c.CopyIn(ctx, workDir, singleFileTar(trackedName, x.inputs.sums.List())); err != nil {
+		return false, fmt.Errorf("copying the tracked files' names in: %w", err)
+	}
+	x.tree = x.inputs.sums
 	if x.inputs.ca != nil {
 		if err := c.CopyIn(ctx, caStage, singleFileTar("ca-certificates.crt", x.inputs.ca)); err != nil {
 			return false, fmt.Errorf("copying the CA bundle in: %w", err)
@@ -535,6 +544,6 @@ func (x *run) prepStep(ctx context.Context, c Container, n int, what string, cmd
 	if err != nil {
 		return false, nil, fmt.Errorf("setup %q: %w", what, err)
 	}
-	ok := x.stepEnd(prepareStage, n, ref, res, false, &cp, start)
+	ok := x.stepEnd(prepareStage, n, ref, res, false, &cp, start, treeCheck{})
 	return ok, cp.out.Bytes(), nil
 }

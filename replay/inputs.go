@@ -17,11 +17,13 @@ import (
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/traces"
+	"github.com/bootstrap-dev/bootstrap/tracked"
 )
 
 // inputs are the digests a verdict depends on, computed before any engine call.
 type inputs struct {
 	tree     []byte // the deterministic tar of the repository
+	sums     tracked.Sums
 	ca       []byte // the CA bundle's bytes, nil when none is declared
 	caDigest string
 	// present lists the declared secrets the caller granted and holds: a
@@ -39,7 +41,11 @@ func (r *Runner) prepareInputs(in Input) (*inputs, error) {
 	if err := repo.Tar(&tree, fsys, repo.TarOptions{ModTime: in.Snapshot.CommitTime}); err != nil {
 		return nil, fmt.Errorf("packing repository %q: %w", in.Snapshot.Root, err)
 	}
-	p := &inputs{tree: tree.Bytes()}
+	sums, err := tracked.FromTar(bytes.NewReader(tree.Bytes()))
+	if err != nil {
+		return nil, fmt.Errorf("packing repository %q: %w", in.Snapshot.Root, err)
+	}
+	p := &inputs{tree: tree.Bytes(), sums: sums}
 	if r.caBundle != "" {
 		b, err := os.ReadFile(r.caBundle)
 		if err != nil {

@@ -43,12 +43,18 @@ func runReal(t *testing.T, ctx context.Context, verify ...string) (*replay.Resul
 // nothing of the run is left on the engine.
 func replayReal(t *testing.T, ctx context.Context, c *contract.Contract, out string) (*replay.Result, error) {
 	t.Helper()
+	return replayRealOf(t, ctx, c, snapshot(), out)
+}
+
+// replayRealOf is replayReal of the tree snap.
+func replayRealOf(t *testing.T, ctx context.Context, c *contract.Contract, snap *repo.Snapshot, out string) (*replay.Result, error) {
+	t.Helper()
 	e := realEngine(t)
 	c.Base.Image = scratchBase
 	cache := t.TempDir()
 	rec := &recordingEngine{Engine: e}
 	res, err := replay.New(replay.WithEngine(rec), replay.WithCacheDir(cache), replay.WithNoCache()).
-		Run(ctx, replay.Input{Contract: c, Snapshot: snapshot(), OutDir: out})
+		Run(ctx, replay.Input{Contract: c, Snapshot: snap, OutDir: out})
 	// Only this run's containers count: other tests share the engine.
 	for _, run := range rec.runs() {
 		ids, lerr := e.List(context.Background(), map[string]string{replay.LabelRun: run})

@@ -17,14 +17,16 @@ import (
 	"github.com/bootstrap-dev/bootstrap/replay"
 	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/traces"
+	"github.com/bootstrap-dev/bootstrap/tracked"
 )
 
 const baseID = "sha256:1111111111111111111111111111111111111111111111111111111111111111"
 
 // setupHook answers the root setup commands (useradd, chown, apt) that a
-// host-process fake must not run, and lets steps run on the host.
+// host-process fake must not run, and lets steps, and the read-back of the
+// tracked files, which changes nothing, run on the host.
 func setupHook(ctx context.Context, c *fakeengine.Container, spec replay.ExecSpec) (replay.ExecResult, error, bool) {
-	if spec.User == "root" {
+	if spec.User == "root" && !slices.Contains(spec.Cmd, tracked.Script) {
 		return replay.ExecResult{}, nil, true
 	}
 	return replay.ExecResult{}, nil, false

@@ -267,7 +267,7 @@ func (x *run) startService(ctx context.Context, c Container, i int, s contract.S
 				return false, fmt.Errorf("starting service %s: %w", s.Name, err)
 			}
 			fmt.Fprintf(cp.stderr(), "bootstrap: the service's container did not start: %v\n", err)
-			return x.stepEnd(servicesStage, i+1, ref, ExecResult{ExitCode: -1}, false, &cp, stepStart), nil
+			return x.stepEnd(servicesStage, i+1, ref, ExecResult{ExitCode: -1}, false, &cp, stepStart, treeCheck{}), nil
 		}
 		x.containers = append(x.containers, svc)
 		x.services[s.Name] = svc
@@ -295,7 +295,7 @@ func (x *run) startService(ctx context.Context, c Container, i int, s contract.S
 		fmt.Fprintln(out, "bootstrap: the end of the service's log:")
 		_ = logTail(ctx, svc, out, 4<<10)
 	}
-	return x.stepEnd(servicesStage, i+1, ref, res, timedOut, &cp, stepStart), nil
+	return x.stepEnd(servicesStage, i+1, ref, res, timedOut, &cp, stepStart, treeCheck{}), nil
 }
 
 // serviceLogs keeps each service's own log in the trace, as a step of

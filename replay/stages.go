@@ -66,7 +66,7 @@ func verdict(ok bool) string {
 
 // stepEnd masks secrets, keeps the full log, classifies a failure and
 // traces the end of step n; it reports whether the step passed.
-func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut bool, cp *capture, start time.Time) bool {
+func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut bool, cp *capture, start time.Time, tc treeCheck) bool {
 	d := x.now().Sub(start)
 	x.durations[ref] = d.Milliseconds()
 	all := []byte(x.masker.Replace(cp.all.String()))
@@ -98,6 +98,10 @@ func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut 
 			f = nil
 		}
 	}
+	if f == nil {
+		f = tc.failure
+	}
+	e.Changed = changeList(tc.changes)
 	e.Failure = f
 	e.Verdict = verdict(f == nil)
 	_ = x.emit(e)
@@ -364,7 +368,7 @@ func (x *run) stagesRun(ctx context.Context) error {
 				continue
 			}
 		}
-		ok, err := x.stage(ctx, s, x.env(s.Network))
+		ok, err := x.stage(ctx, i, x.env(s.Network))
 		if err != nil {
 			return err
 		}
@@ -376,7 +380,8 @@ func (x *run) stagesRun(ctx context.Context) error {
 	return nil
 }
 
-func (x *run) stage(ctx context.Context, s contract.Stage, env []string) (bool, error) {
+func (x *run) stage(ctx context.Context, si int, env []string) (bool, error) {
+	s := x.contract.Stages[si]
 	network := NetworkNone
 	switch {
 	case s.Network:
@@ -396,6 +401,12 @@ func (x *run) stage(ctx context.Context, s contract.Stage, env []string) (bool, 
 	}
 	x.containers = append(x.containers, c)
 	_ = x.writeLease()
+	if x.tree == nil && x.checksTree(si, 0) {
+		if err := x.baseline(ctx, c); err != nil {
+			x.stageEnd(s.Name, false, start)
+			return false, fmt.Errorf("stage %s: %w", s.Name, err)
+		}
+	}
 	ok := true
 	for i, st := range s.Steps {
 		ref := contract.StepRef(s.Name, i)
@@ -421,7 +432,14 @@ func (x *run) stage(ctx context.Context, s contract.Stage, env []string) (bool, 
 		if timedOut {
 			res.ExitCode = -1
 		}
-		if !x.stepEnd(s.Name, i+1, ref, res, timedOut, &cp, stepStart) {
+		var tc treeCheck
+		if res.ExitCode == 0 && x.checksTree(si, i) {
+			if tc, err = x.checkTree(ctx, c, s, st, ref, si == x.strongestIndex()); err != nil {
+				x.stageEnd(s.Name, false, start)
+				return false, fmt.Errorf("step %s: %w", ref, err)
+			}
+		}
+		if !x.stepEnd(s.Name, i+1, ref, res, timedOut, &cp, stepStart, tc) {
 			ok = false
 			break
 		}

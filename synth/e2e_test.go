@@ -153,7 +153,7 @@ type e2eRun struct {
 // synthesize runs synth on fixture name the way `bootstrap synth` does:
 // discover on the committed snapshot, start from the committed contract or
 // the rule planner's draft, repair with the rules alone, confirm cold.
-func synthesize(t *testing.T, e *docker.Engine, name string) e2eRun {
+func synthesize(t *testing.T, e *docker.Engine, name string, opts ...synth.Option) e2eRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -197,7 +197,8 @@ func synthesize(t *testing.T, e *docker.Engine, name string) e2eRun {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out, err := synth.New(v, synth.WithResolver(plan.NewRules().Resolve), synth.WithPackages(ix), synth.WithProgress(logWriter{t})).Run(ctx, draft, ev)
+	opts = append([]synth.Option{synth.WithResolver(plan.NewRules().Resolve), synth.WithPackages(ix), synth.WithProgress(logWriter{t})}, opts...)
+	out, err := synth.New(v, opts...).Run(ctx, draft, ev)
 	wall := time.Since(start)
 	if err != nil {
 		t.Fatalf("synth %s: %v", name, err)
@@ -888,5 +889,50 @@ func TestE2EDeterministic(t *testing.T) {
 	}
 	if !bytes.Equal(x, y) {
 		t.Fatalf("two runs wrote different contracts:\n%s\n---\n%s", x, y)
+	}
+}
+
+// cheatingReviser answers every failure with a step that edits the
+// project's files until the tests pass: first the test, then the code.
+type cheatingReviser struct{ calls int }
+
+func (r *cheatingReviser) Revise(context.Context, synth.Request) (synth.Delta, synth.Usage, error) {
+	r.calls++
+	edits := []string{"sed -i 's/!= 6/!= 3/' sums_test.go", "sed -i 's/len(xs)-1/len(xs)/' sums.go"}
+	if r.calls > len(edits) {
+		return synth.Delta{}, synth.Usage{}, errors.New("no more edits")
+	}
+	st := &contract.Step{Run: edits[r.calls-1], Evidence: "attempt 1, step verify/1: want 6", Source: contract.SourceLLM, Confidence: 0.4, Reason: "make the test pass"}
+	return synth.Delta{Reason: "make the test pass", Evidence: st.Evidence, Ops: []synth.Op{{Kind: synth.InsertStep, Stage: "verify", Index: 0, Step: st}}}, synth.Usage{Prompt: 1}, nil
+}
+
+// TestE2ERevisionThatEditsTheTests: against the real engine, revisions
+// that pass the sanity check's patterns (a step inserted before the
+// unchanged test command) but edit the test, or the code under test, are
+// rejected on their replay's trace and undone; synth ends unverified with
+// the project's own failure as its diagnosis.
+func TestE2ERevisionThatEditsTheTests(t *testing.T) {
+	e := e2eEngine(t)
+	rev := &cheatingReviser{}
+	r := synthesize(t, e, "synth-unfixable", synth.WithReviser(rev))
+	if r.out.Verified {
+		t.Fatalf("verified by a revision that edits the files: %+v", r.out.Contract)
+	}
+	var undone []string
+	for _, d := range r.out.Deltas {
+		if !d.Accepted && strings.Contains(d.Why, "its replay changed the tracked files") {
+			undone = append(undone, d.Why)
+		}
+	}
+	if len(undone) != 2 || !strings.Contains(undone[0], "sums_test.go: a test source") || !strings.Contains(undone[1], "changed sums.go") {
+		t.Fatalf("undone %q, want the test edit and the code edit", undone)
+	}
+	if d := r.out.Diagnosis; !strings.Contains(d, "TestSumThree") || !strings.Contains(d, "2 revision(s) were undone") {
+		t.Fatalf("diagnosis %q: want the project's failing test and the undone revisions", d)
+	}
+	for _, st := range r.out.Contract.Stages[r.out.Contract.Strongest()].Steps {
+		if strings.HasPrefix(st.Run, "sed") {
+			t.Fatalf("the kept contract has the edit %q", st.Run)
+		}
 	}
 }

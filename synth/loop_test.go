@@ -390,3 +390,65 @@ func TestLoopRejudgesACleanFailure(t *testing.T) {
 		}
 	}
 }
+
+// TestLoopUndoesARevisionThatChangesTheTests: a revision whose replay
+// fails because its own step changed a tracked test file is rejected on
+// that trace and undone, and the failure it answered is answered again,
+// here by the next delta; the verified contract has no trace of it.
+func TestLoopUndoesARevisionThatChangesTheTests(t *testing.T) {
+	edit := Delta{Reason: "update the expectation", Evidence: "attempt 1, step verify/1: want 6", Ops: []Op{{Kind: InsertStep, Stage: "verify", Index: 0,
+		Step: &contract.Step{Run: "sed -i s/6/3/ sums_test.go", Evidence: "attempt 1, step verify/1: want 6", Source: contract.SourceLLM, Confidence: 0.3, Reason: "r"}}}}
+	good := Delta{Reason: "the build needs FOO_MODE", Evidence: "attempt 1, step build/1: FOO_MODE", Ops: []Op{{Kind: SetEnv, Name: "FOO_MODE", Value: "ci"}}}
+	rev := &scriptedReviser{deltas: []Delta{edit, good}}
+	sim := &simulated{judge: func(c *contract.Contract, _ int) *Attempt {
+		if i := c.Strongest(); c.Stages[i].Steps[0].Run == edit.Ops[0].Step.Run {
+			a := fail("verify", traces.TreeChanged, "verify/1 changed sums_test.go: a test source or test configuration, which no step before the tests may change")
+			a.Failure.Subject = "sums_test.go"
+			return a
+		}
+		if c.Env["FOO_MODE"] != "ci" {
+			return fail("build", traces.Unknown, "frobnicator: unsupported mode \"\"")
+		}
+		return pass()
+	}}
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t)), WithReviser(rev)).Run(context.Background(), draft(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Verified || out.Contract.Env["FOO_MODE"] != "ci" || hasRun(out.Contract.Stages[out.Contract.Strongest()].Steps, edit.Ops[0].Step.Run) {
+		t.Fatalf("verified=%v contract=%+v diagnosis=%s", out.Verified, out.Contract, out.Diagnosis)
+	}
+	var undone []Logged
+	for _, d := range out.Deltas {
+		if !d.Accepted && strings.HasPrefix(d.Why, treeRejection) {
+			undone = append(undone, d)
+		}
+	}
+	if len(undone) != 1 || undone[0].Reason != edit.Reason || !strings.Contains(undone[0].Why, "sums_test.go") || !out.Attempts[1].Rejected {
+		t.Fatalf("deltas %+v, attempts %+v: want the edit undone on the trace of attempt 2", out.Deltas, out.Attempts)
+	}
+}
+
+// TestLoopDoesNotBlameTheRevisionForTheProjectsStep: a documented step
+// further on that changes a test, reached only once a revision repaired an
+// earlier step, is the project's, not the revision's: the loop diagnoses
+// it rather than undoing the repair.
+func TestLoopDoesNotBlameTheRevisionForTheProjectsStep(t *testing.T) {
+	good := Delta{Reason: "the build needs FOO_MODE", Evidence: "attempt 1, step build/1: FOO_MODE", Ops: []Op{{Kind: SetEnv, Name: "FOO_MODE", Value: "ci"}}}
+	rev := &scriptedReviser{deltas: []Delta{good}}
+	sim := &simulated{judge: func(c *contract.Contract, _ int) *Attempt {
+		if c.Env["FOO_MODE"] != "ci" {
+			return fail("build", traces.Unknown, "frobnicator: unsupported mode \"\"")
+		}
+		a := fail("build", traces.TreeChanged, "build/1 changed golden_test.go: a test source or test configuration, which no step before the tests may change")
+		a.Failure.Subject = "golden_test.go"
+		return a
+	}}
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t)), WithReviser(rev)).Run(context.Background(), draft(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Verified || out.Contract.Env["FOO_MODE"] != "ci" || !strings.Contains(out.Diagnosis, "changes golden_test.go") {
+		t.Fatalf("verified=%v env=%v diagnosis=%q", out.Verified, out.Contract.Env, out.Diagnosis)
+	}
+}

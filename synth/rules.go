@@ -45,6 +45,10 @@ type Attempt struct {
 	Tests     []results.Test
 	Duration  time.Duration
 	TracePath string
+	// Rejected is set when the attempt's failure was its revision's own
+	// change to the tracked files: the revision was undone, and the
+	// failure says nothing about the project.
+	Rejected bool
 }
 
 // StepRef names the failed step, "build/1".

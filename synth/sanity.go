@@ -30,6 +30,11 @@ var escapes = []struct {
 	{regexp.MustCompile(`--testPathIgnorePatterns|--testNamePattern|--grep|--exclude|--ignore(?:[\s=]|$)|-k\s|--deselect|--skip(?:[\s=]|$)`), "filters tests out"},
 	{regexp.MustCompile(`(^|\s)-short\b`), "runs only the short tests"},
 	{regexp.MustCompile(`--no-verify|--dry-run`), "does not really run the step"},
+	// What the replay's read-back of the tracked files would catch, caught
+	// before a replay is spent: the scripts a test command names, and
+	// another revision of the files, are the commit's.
+	{regexp.MustCompile(`\bnpm\s+(pkg\s+(set|delete)\s+['"]?scripts|set-script)\b`), "rewrites the package's scripts"},
+	{regexp.MustCompile(`(^|[;&|\n(]\s*)git\s+(checkout|restore|reset|stash|switch|apply|am|cherry-pick|revert|rebase|merge|pull)\b`), "puts other files than the commit's in the tree"},
 }
 
 // Check rejects a revision that weakens verification: a dropped or narrowed

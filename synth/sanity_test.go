@@ -42,6 +42,11 @@ func TestCheckRejectsWeakening(t *testing.T) {
 		{"skip flag", replaceBuild("go test -skip TestSlow ./..."), "narrows"},
 		{"an ignore pattern", replaceBuild("npx mocha --ignore test/slow.js"), "filters tests out"},
 		{"an install without scripts", replaceBuild("npm ci --ignore-scripts"), ""},
+		{"the test script rewritten", replaceBuild("npm pkg set scripts.test=true && npm ci"), "rewrites the package's scripts"},
+		{"an old npm's set-script", replaceBuild("npm set-script test 'exit 0'"), "rewrites the package's scripts"},
+		{"another revision", replaceBuild("git checkout v1.0 -- test && make build"), "other files than the commit's"},
+		{"a stash", replaceBuild("make build; git stash"), "other files than the commit's"},
+		{"git describe is fine", replaceBuild("git describe --tags && make build"), ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -187,6 +187,7 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 	tried := map[string]bool{}
 	rerun := map[string]bool{} // contracts already replayed twice for flakiness
 	bestTests := 0
+	var last *revision // the revision that made cur, and what it answered
 	for n := 1; ; n++ {
 		if n > l.budget.Iterations {
 			out.Diagnosis = l.diagnose(out, fmt.Sprintf("the iteration budget (%d) ran out", l.budget.Iterations))
@@ -208,6 +209,24 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 			cur = a.Contract // pins (digests, hashes) written back by the replay
 		}
 		out.Contract = cur
+		if last != nil && treeChangedBy(a, cur, last.from) {
+			// The revision's own step changed what the tests run on: a
+			// weakening no pattern could see, rejected on its trace, and the
+			// failure it answered is repaired another way.
+			a.Rejected = true
+			lg := lastAccepted(out)
+			why := treeRejection + strings.Join(a.Failure.Lines, "; ")
+			out.Deltas = append(out.Deltas, Logged{Delta: lg.Delta, Attempt: n, Why: why})
+			l.say("  rejected %s after its replay (%s)", lg.Rule, why)
+			next, ok := l.repair(ctx, last.from, last.sit, n, tried, out)
+			if !ok {
+				out.Contract = last.from
+				out.Diagnosis = l.diagnose(out, "")
+				return nil
+			}
+			cur = next
+			continue
+		}
 		if a.Failure != nil && a.Failure.Class == traces.TestFailure && !rerun[d] && len(failedTests(a.Tests)) > 0 && !setupMissing(a) &&
 			!l.answered(cur, &Situation{Attempt: a, History: out.Attempts, Evidence: ev, Resolve: l.resolve, Packages: l.packages}, tried) {
 			// An identical rerun, from scratch: tests that pass once and
@@ -268,6 +287,7 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 			return nil
 		}
 		sit := &Situation{Attempt: a, History: out.Attempts, Evidence: ev, Resolve: l.resolve, Packages: l.packages}
+		last = &revision{from: cur, sit: sit}
 		next, ok := l.repair(ctx, cur, sit, n, tried, out)
 		if !ok {
 			if f := vendorDownload(a); f != nil {
@@ -288,6 +308,55 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 		}
 		cur = next
 	}
+}
+
+// revision is a contract the loop revised and the situation the revision
+// answered, to answer again when the revision is rejected after its replay.
+type revision struct {
+	from *contract.Contract
+	sit  *Situation
+}
+
+// treeChangedBy says a, an attempt of c, failed because a step that is not
+// in from, the contract before the revision, changed tracked files it may
+// not.
+func treeChangedBy(a *Attempt, c, from *contract.Contract) bool {
+	if a.Failure == nil || a.Failure.Class != traces.TreeChanged {
+		return false
+	}
+	st, err := step(c, a.Stage, a.Index)
+	if err != nil {
+		return false
+	}
+	for _, s := range from.Stages {
+		if hasStep(s.Steps, *st, false) {
+			return false
+		}
+	}
+	return true
+}
+
+// treeRejection starts why a delta was undone after its replay.
+const treeRejection = "rejected: its replay changed the tracked files: "
+
+func rejectedOnTrace(out *Outcome) int {
+	n := 0
+	for _, d := range out.Deltas {
+		if strings.HasPrefix(d.Why, treeRejection) {
+			n++
+		}
+	}
+	return n
+}
+
+// lastAccepted is the last delta the loop applied.
+func lastAccepted(out *Outcome) Logged {
+	for i := len(out.Deltas) - 1; i >= 0; i-- {
+		if out.Deltas[i].Accepted {
+			return out.Deltas[i]
+		}
+	}
+	return Logged{}
 }
 
 // setupMissing says the tests failed for want of something the log names
@@ -599,8 +668,8 @@ func ranCount(ts []results.Test) int {
 func (l *Loop) diagnose(out *Outcome, stop string) string {
 	var last *Attempt
 	for i := len(out.Attempts) - 1; i >= 0; i-- {
-		if !out.Attempts[i].Pass {
-			last = out.Attempts[i]
+		if a := out.Attempts[i]; !a.Pass && !a.Rejected {
+			last = a
 			break
 		}
 	}
@@ -663,6 +732,8 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 		b.WriteString("the step runs out of memory.")
 	case traces.Permission:
 		b.WriteString("a permission is denied that neither user setting fixes.")
+	case traces.TreeChanged:
+		fmt.Fprintf(&b, "the step changes %s, a tracked file the tests must find as the commit has it.", orWhat(f.Subject))
 	case traces.ServiceNotReady:
 		fmt.Fprintf(&b, "the service %s never answered its readiness check; the end of its log says why.", orWhat(f.Subject))
 	default:
@@ -680,6 +751,9 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 			pkgs = pkgs[:5]
 		}
 		fmt.Fprintf(&b, " Packages that do not compile, whose tests never ran: %s%s.", strings.Join(pkgs, ", "), more)
+	}
+	if n := rejectedOnTrace(out); n > 0 {
+		fmt.Fprintf(&b, " %d revision(s) were undone after their replay changed tracked files the tests run on.", n)
 	}
 	b.WriteString(standInNote(last))
 	if u := unprovided(last, out.evidence); len(u) > 0 {

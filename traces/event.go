@@ -30,6 +30,9 @@ type Event struct {
 	LogDigest string   `json:"log_digest,omitempty"`
 	LogPath   string   `json:"log_path,omitempty"`
 	Failure   *Failure `json:"failure,omitempty"`
+	// Changed lists the repository's tracked files the step changed, "M
+	// path" or "D path" (gone), when the replay read them back after it.
+	Changed []string `json:"changed,omitempty"`
 	// Verdict is "pass" or "fail" on stage.end and replay.end.
 	Verdict string `json:"verdict,omitempty"`
 	// Message carries free text: why a replay aborted, what a cache hit reused.
@@ -85,5 +88,9 @@ const (
 	// ServiceNotReady: a service the contract declares never answered its
 	// readiness check.
 	ServiceNotReady Class = "service-not-ready"
-	Unknown         Class = "unknown"
+	// TreeChanged is a step that changed tracked files it may not (a test
+	// source, or anything, from a step a trace added): the tests would no
+	// longer run on the commit's files.
+	TreeChanged Class = "tree-changed"
+	Unknown     Class = "unknown"
 )
