@@ -536,7 +536,7 @@ func (x *run) fillToolchain(ctx context.Context, c Container, a Artifact, target
 // prepStep runs one setup command as root and traces it like a step.
 func (x *run) prepStep(ctx context.Context, c Container, n int, what string, cmd []string) (bool, []byte, error) {
 	ref := contract.StepRef(prepareStage, n-1)
-	var cp capture
+	cp := newCapture()
 	_ = x.emit(traces.Event{Type: traces.StepStart, Stage: prepareStage, Step: ref, Command: what})
 	start := x.now()
 	env := []string{"PATH=" + stdPath, "DEBIAN_FRONTEND=noninteractive", "LANG=C.UTF-8"}
@@ -544,6 +544,6 @@ func (x *run) prepStep(ctx context.Context, c Container, n int, what string, cmd
 	if err != nil {
 		return false, nil, fmt.Errorf("setup %q: %w", what, err)
 	}
-	ok := x.stepEnd(prepareStage, n, ref, res, false, &cp, start, treeCheck{})
-	return ok, cp.out.Bytes(), nil
+	ok, err := x.stepEnd(prepareStage, n, ref, res, false, cp, start, treeCheck{})
+	return ok, cp.out.Bytes(), err
 }

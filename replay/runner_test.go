@@ -365,3 +365,31 @@ func TestStageMemoryOverridesTheDefault(t *testing.T) {
 		t.Fatalf("stage containers' memory %v, want the last two %v", mem, want)
 	}
 }
+
+// A step that prints more than a log keeps loses the middle of its output,
+// not its end: 100 MB of lines cost a log of 64 MiB. (The step passes: a
+// failure's classification reads every kept line, 20 s for 64 MiB.)
+func TestStepOutputIsBounded(t *testing.T) {
+	e := newEngine(t)
+	c := testContract("head -c 100000000 /dev/zero | tr '\\0' x | fold -w 99; echo the last line")
+	res, out := run(t, replay.New(replay.WithEngine(e), replay.WithClock(fixedClock())), c)
+	if res.Verdict != traces.Pass {
+		t.Fatalf("result %+v failure %+v", res, res.Failure)
+	}
+	log, err := os.ReadFile(filepath.Join(out, "logs", "verify-1.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(log) > 64<<20+100 {
+		t.Errorf("the log kept %d bytes of 100 MB", len(log))
+	}
+	if !bytes.Contains(log, []byte(" bytes of output cut here]\n")) {
+		t.Error("the log does not say that output was cut")
+	}
+	if !bytes.HasSuffix(log, []byte("the last line\n")) {
+		t.Errorf("the log lost its end: %q", log[max(0, len(log)-100):])
+	}
+	if l := leaks(e); len(l) != 0 {
+		t.Errorf("left behind: %v", l)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/bootstrap-dev/bootstrap/bounded"
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
@@ -252,7 +253,7 @@ func (x *run) startService(ctx context.Context, c Container, i int, s contract.S
 		own = append(own, name+"="+s.Env[name])
 	}
 	script := startScript(k)
-	var cp capture
+	cp := newCapture()
 	stepStart := x.now()
 	var svc Container
 	if s.FromImage() {
@@ -267,7 +268,7 @@ func (x *run) startService(ctx context.Context, c Container, i int, s contract.S
 				return false, fmt.Errorf("starting service %s: %w", s.Name, err)
 			}
 			fmt.Fprintf(cp.stderr(), "bootstrap: the service's container did not start: %v\n", err)
-			return x.stepEnd(servicesStage, i+1, ref, ExecResult{ExitCode: -1}, false, &cp, stepStart, treeCheck{}), nil
+			return x.stepEnd(servicesStage, i+1, ref, ExecResult{ExitCode: -1}, false, cp, stepStart, treeCheck{})
 		}
 		x.containers = append(x.containers, svc)
 		x.services[s.Name] = svc
@@ -295,7 +296,7 @@ func (x *run) startService(ctx context.Context, c Container, i int, s contract.S
 		fmt.Fprintln(out, "bootstrap: the end of the service's log:")
 		_ = logTail(ctx, svc, out, 4<<10)
 	}
-	return x.stepEnd(servicesStage, i+1, ref, res, timedOut, &cp, stepStart, treeCheck{}), nil
+	return x.stepEnd(servicesStage, i+1, ref, res, timedOut, cp, stepStart, treeCheck{})
 }
 
 // serviceLogs keeps each service's own log in the trace, as a step of
@@ -309,7 +310,7 @@ func (x *run) serviceLogs(ctx context.Context) {
 		n := len(x.contract.Services) + i + 1
 		ref := contract.StepRef(servicesStage, n-1)
 		_ = x.emit(traces.Event{Type: traces.StepStart, Stage: servicesStage, Step: ref, Command: "the log of " + s.Name})
-		var cp capture
+		cp := newCapture()
 		start := x.now()
 		var res ExecResult
 		if svc, ok := x.services[s.Name]; ok {
@@ -341,29 +342,10 @@ const maxServiceLog = 1 << 20
 // logTail writes the last max bytes of c's log to w: a service's log can
 // be long.
 func logTail(ctx context.Context, c Container, w io.Writer, max int) error {
-	l := lastBytes{max: max}
+	l := bounded.Tail{Max: max}
 	if err := c.Logs(ctx, &l); err != nil {
 		return err
 	}
-	b := l.buf
-	if len(b) > max {
-		b = b[len(b)-max:]
-	}
-	_, err := w.Write(b)
+	_, err := w.Write(l.Bytes())
 	return err
-}
-
-// lastBytes keeps at least the last max bytes written to it, in at most
-// twice that.
-type lastBytes struct {
-	max int
-	buf []byte
-}
-
-func (l *lastBytes) Write(p []byte) (int, error) {
-	l.buf = append(l.buf, p...)
-	if len(l.buf) > 2*l.max {
-		l.buf = append(l.buf[:0], l.buf[len(l.buf)-l.max:]...)
-	}
-	return len(p), nil
 }

@@ -20,31 +20,49 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/bootstrap-dev/bootstrap/bounded"
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/results"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
 
 // capture keeps a step's stdout, stderr and their interleaving.
+// What a step's output costs is bounded: its log keeps the first logStart
+// and the last logEnd bytes (the deciding lines are near the end, a test
+// runner's report near one end or the other), and each stream alone keeps
+// streamKeep from either end, for the trace's tails and setup's output.
+const (
+	logStart   = 8 << 20
+	logEnd     = 56 << 20
+	streamKeep = 1 << 20
+)
+
+// capture keeps a step's output: both streams interleaved as they came,
+// and each alone.
 type capture struct {
 	mu            sync.Mutex
-	all, out, err bytes.Buffer
+	all, out, err *bounded.Log
+}
+
+func newCapture() *capture {
+	return &capture{all: bounded.NewLog(logStart, logEnd),
+		out: bounded.NewLog(streamKeep, streamKeep), err: bounded.NewLog(streamKeep, streamKeep)}
 }
 
 type captureWriter struct {
 	c   *capture
-	buf *bytes.Buffer
+	buf *bounded.Log
 }
 
 func (w captureWriter) Write(p []byte) (int, error) {
 	w.c.mu.Lock()
 	defer w.c.mu.Unlock()
-	w.c.all.Write(p)
+	_, _ = w.c.all.Write(p)
 	return w.buf.Write(p)
 }
 
-func (c *capture) stdout() io.Writer { return captureWriter{c, &c.out} }
-func (c *capture) stderr() io.Writer { return captureWriter{c, &c.err} }
+func (c *capture) stdout() io.Writer { return captureWriter{c, c.out} }
+func (c *capture) stderr() io.Writer { return captureWriter{c, c.err} }
 
 func (x *run) stageStart(name string, network bool) {
 	x.progressf(x.start, "stage %s", name)
@@ -65,8 +83,10 @@ func verdict(ok bool) string {
 }
 
 // stepEnd masks secrets, keeps the full log, classifies a failure and
-// traces the end of step n; it reports whether the step passed.
-func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut bool, cp *capture, start time.Time, tc treeCheck) bool {
+// traces the end of step n; it reports whether the step passed, and the
+// error of a trace or log that could not be written (a full disk), after
+// which the replay stops: its record would rest on a trace that is lost.
+func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut bool, cp *capture, start time.Time, tc treeCheck) (bool, error) {
 	d := x.now().Sub(start)
 	x.durations[ref] = d.Milliseconds()
 	all := []byte(x.masker.Replace(cp.all.String()))
@@ -112,7 +132,7 @@ func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut 
 	if strongest {
 		x.counts = x.counts.add(rep)
 	}
-	return f == nil
+	return f == nil, x.tw.Err()
 }
 
 // fromReport decides a test step's failure from the runner's own report
@@ -414,13 +434,16 @@ func (x *run) stage(ctx context.Context, si int, env []string) (bool, error) {
 		if st.Cwd != "" {
 			cwd = path.Join(srcDir, st.Cwd)
 		}
-		_ = x.emit(traces.Event{Type: traces.StepStart, Stage: s.Name, Step: ref, Command: st.Run, Cwd: st.Cwd})
+		if err := x.emit(traces.Event{Type: traces.StepStart, Stage: s.Name, Step: ref, Command: st.Run, Cwd: st.Cwd}); err != nil {
+			x.stageEnd(s.Name, false, start)
+			return false, err
+		}
 		timeout := time.Duration(st.Timeout)
 		if timeout == 0 {
 			timeout = DefaultStepTimeout
 		}
 		sctx, cancel := context.WithTimeout(ctx, timeout)
-		var cp capture
+		cp := newCapture()
 		stepStart := x.now()
 		res, err := c.Exec(sctx, ExecSpec{Cmd: append(slices.Clone(x.shell), st.Run), Env: env, Secrets: x.stageSecrets(s), User: x.contract.User, WorkDir: cwd, Stdout: cp.stdout(), Stderr: cp.stderr()})
 		timedOut := errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
@@ -439,7 +462,12 @@ func (x *run) stage(ctx context.Context, si int, env []string) (bool, error) {
 				return false, fmt.Errorf("step %s: %w", ref, err)
 			}
 		}
-		if !x.stepEnd(s.Name, i+1, ref, res, timedOut, &cp, stepStart, tc) {
+		passed, err := x.stepEnd(s.Name, i+1, ref, res, timedOut, cp, stepStart, tc)
+		if err != nil {
+			x.stageEnd(s.Name, false, start)
+			return false, err
+		}
+		if !passed {
 			ok = false
 			break
 		}

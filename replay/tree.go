@@ -1,12 +1,12 @@
 package replay
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"time"
 
+	"github.com/bootstrap-dev/bootstrap/bounded"
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/traces"
 	"github.com/bootstrap-dev/bootstrap/tracked"
@@ -50,7 +50,7 @@ func (x *run) checksTree(i, j int) bool {
 func (x *run) readTree(ctx context.Context, c Container) (sums tracked.Sums, ok bool, err error) {
 	tctx, cancel := context.WithTimeout(ctx, treeTimeout)
 	defer cancel()
-	out := &boundedBuffer{max: x.inputs.sums.OutputBound()}
+	out := &bounded.Prefix{Max: x.inputs.sums.OutputBound()}
 	res, err := c.Exec(tctx, ExecSpec{Cmd: []string{"sh", "-c", tracked.Script, "sh", trackedList}, User: "root", WorkDir: srcDir,
 		Env: []string{"PATH=" + stdPath, "LC_ALL=C"}, Stdout: out, Stderr: io.Discard})
 	switch {
@@ -60,8 +60,8 @@ func (x *run) readTree(ctx context.Context, c Container) (sums tracked.Sums, ok 
 		return nil, true, fmt.Errorf("reading the tracked files back took over %s", treeTimeout)
 	case err != nil:
 		return nil, true, fmt.Errorf("reading the tracked files back: %w", err)
-	case out.over:
-		return nil, true, fmt.Errorf("reading the tracked files back printed over %d bytes", out.max)
+	case out.Over():
+		return nil, true, fmt.Errorf("reading the tracked files back printed over %d bytes", out.Max)
 	case res.ExitCode == 126 || res.ExitCode == 127:
 		return nil, false, nil
 	case res.ExitCode != 0 && res.ExitCode != 123: // 123: sha256sum failed on a name that is gone
@@ -143,20 +143,4 @@ func changeList(cs []tracked.Change) []string {
 		out[i] = c.String()
 	}
 	return out
-}
-
-// boundedBuffer keeps what is written to it up to max bytes and notes
-// anything past that.
-type boundedBuffer struct {
-	bytes.Buffer
-	max  int
-	over bool
-}
-
-func (b *boundedBuffer) Write(p []byte) (int, error) {
-	if b.Len()+len(p) > b.max {
-		b.over = true
-		return len(p), nil
-	}
-	return b.Buffer.Write(p)
 }

@@ -26,12 +26,16 @@ const LogDir = "logs"
 
 // Writer appends events to a JSON Lines trace file. Every event is written
 // with one unbuffered write, so a crash or Ctrl-C keeps everything emitted
-// before it.
+// before it. A write that fails (a full disk) is undone, so the file still
+// ends at a whole line, and is kept as Err: the caller stops rather than go
+// on with work whose trace is lost.
 type Writer struct {
-	f   *os.File
-	dir string
-	seq int
-	now func() time.Time
+	f    *os.File
+	dir  string
+	seq  int
+	size int64 // bytes of whole lines written
+	err  error
+	now  func() time.Time
 }
 
 // Create starts a new trace at path, truncating any earlier one. now stamps
@@ -62,11 +66,28 @@ func (w *Writer) Emit(e Event) (Event, error) {
 	if err != nil {
 		return e, fmt.Errorf("encoding trace event %d: %w", e.Seq, err)
 	}
-	if _, err := w.f.Write(append(b, '\n')); err != nil {
-		return e, fmt.Errorf("writing trace %q: %w", w.f.Name(), err)
+	n, err := w.f.Write(append(b, '\n'))
+	if err != nil {
+		if n > 0 {
+			_ = w.f.Truncate(w.size)
+			_, _ = w.f.Seek(w.size, io.SeekStart)
+		}
+		return e, w.fail(fmt.Errorf("writing trace %q: %w", w.f.Name(), err))
 	}
+	w.size += int64(n)
 	return e, nil
 }
+
+// fail keeps the first write error.
+func (w *Writer) fail(err error) error {
+	if w.err == nil {
+		w.err = err
+	}
+	return err
+}
+
+// Err is the first write of the trace or a log that failed, or nil.
+func (w *Writer) Err() error { return w.err }
 
 // WriteLog keeps the full log of step n (1-based) of stage next to the trace
 // and returns its path relative to the trace's directory and its digest.
@@ -74,10 +95,13 @@ func (w *Writer) WriteLog(stage string, n int, log []byte) (rel, digest string, 
 	rel = filepath.ToSlash(filepath.Join(LogDir, fmt.Sprintf("%s-%d.log", stage, n)))
 	full := filepath.Join(w.dir, filepath.FromSlash(rel))
 	if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
-		return "", "", fmt.Errorf("keeping log of %s/%d: %w", stage, n, err)
+		return "", "", w.fail(fmt.Errorf("keeping the log of %s/%d: %w", stage, n, err))
 	}
 	if err := os.WriteFile(full, log, 0o644); err != nil {
-		return "", "", fmt.Errorf("keeping log of %s/%d: %w", stage, n, err)
+		// A part of a log would pass for all of it; and its room is
+		// what the rest of the trace needs.
+		_ = os.Remove(full)
+		return "", "", w.fail(fmt.Errorf("keeping the log of %s/%d: %w", stage, n, err))
 	}
 	return rel, Digest(log), nil
 }

@@ -135,3 +135,26 @@ func TestRender(t *testing.T) {
 		t.Errorf("inputs not sorted:\n%s", out)
 	}
 }
+
+// A trace that cannot be written (here /dev/full, whose every write fails
+// with ENOSPC) keeps its first error, so the replay can stop on it.
+func TestWriterKeepsTheFirstWriteError(t *testing.T) {
+	w, err := Create("/dev/full", fixedClock())
+	if err != nil {
+		t.Skipf("no /dev/full: %v", err)
+	}
+	defer w.Close()
+	if w.Err() != nil {
+		t.Fatalf("Err before any write: %v", w.Err())
+	}
+	_, first := w.Emit(Event{Type: ReplayStart})
+	if first == nil || !strings.Contains(first.Error(), "no space left on device") {
+		t.Fatalf("Emit to a full device: %v", first)
+	}
+	if _, err := w.Emit(Event{Type: ReplayEnd}); err == nil {
+		t.Fatal("the second Emit succeeded")
+	}
+	if w.Err() != first {
+		t.Fatalf("Err = %v, want the first error %v", w.Err(), first)
+	}
+}

@@ -137,7 +137,7 @@ func TestJudge(t *testing.T) {
 		network, strongest bool
 		allowed            bool
 	}{
-		{"package-lock.json", repairTrace, true, false, true},  // npm install for npm ci, with the network
+		{"package-lock.json", repairTrace, true, false, true},   // npm install for npm ci, with the network
 		{"package-lock.json", repairTrace, false, false, false}, // the same offline is not a fetch
 		{"src/gen.go", ci, false, false, true},                  // the project's own generator
 		{"src/a_test.go", ci, false, false, false},              // but never the tests, before them

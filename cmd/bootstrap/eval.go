@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/bootstrap-dev/bootstrap/bounded"
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/eval"
 	"github.com/bootstrap-dev/bootstrap/plan"
@@ -164,7 +165,7 @@ func isolated(exe string, flags []string, stderr io.Writer) eval.Synthesize {
 			args = append(args, "--rev", rev)
 		}
 		c := exec.CommandContext(ctx, exe, append(args, "--", dir)...)
-		var tail tailWriter
+		tail := bounded.Tail{Max: 4 << 10}
 		c.Stdout, c.Stderr = io.Discard, io.MultiWriter(stderr, &tail)
 		// Its own process group: a terminal's Ctrl-C reaches eval alone,
 		// which passes on exactly one interrupt (a second would end synth
@@ -180,7 +181,7 @@ func isolated(exe string, flags []string, stderr io.Writer) eval.Synthesize {
 			if code == 2 {
 				what += " (a crash: out of memory, or a Go runtime error)"
 			}
-			return sum, fmt.Errorf("%s: %s", what, tail.last())
+			return sum, fmt.Errorf("%s: %s", what, lastLines(tail.Bytes()))
 		}
 		if readErr != nil {
 			return nil, fmt.Errorf("synth left no summary: %w", readErr)
@@ -201,19 +202,8 @@ func readSummary(file string) (*synth.Summary, error) {
 	return &s, nil
 }
 
-// tailWriter keeps the end of what a process printed.
-type tailWriter struct{ b []byte }
-
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.b = append(t.b, p...)
-	if len(t.b) > 8<<10 {
-		t.b = append(t.b[:0], t.b[len(t.b)-4<<10:]...)
-	}
-	return len(p), nil
-}
-
-// last is its last few lines, on one line.
-func (t *tailWriter) last() string {
-	lines := strings.Split(strings.TrimSpace(string(t.b)), "\n")
+// lastLines is the last few lines of what a process printed, on one line.
+func lastLines(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return strings.Join(lines[max(0, len(lines)-3):], " | ")
 }

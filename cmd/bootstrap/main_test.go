@@ -26,9 +26,16 @@ import (
 	"github.com/bootstrap-dev/bootstrap/replay/docker"
 )
 
+// asCLI, set to 1 in its environment, makes the test binary the bootstrap
+// command for the tests that run it as a child process they signal.
+const asCLI = "BOOTSTRAP_TEST_AS_CLI"
+
 // TestMain lets the test binary act as the bootstrap command inside scripts,
 // running the same run function as the real binary.
 func TestMain(m *testing.M) {
+	if os.Getenv(asCLI) == "1" {
+		os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	}
 	testscript.Main(m, map[string]func(){
 		"bootstrap": func() { os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr)) },
 	})
