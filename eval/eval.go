@@ -152,7 +152,11 @@ func prepare(ctx context.Context, e Entry, dir string) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if repo.GitDir(abs) == "" {
+		dot, err := repo.GitDir(abs)
+		if err != nil {
+			return "", err
+		}
+		if dot == "" {
 			if e.Rev != "" {
 				return "", fmt.Errorf("%s is not a git repository, so it has no revision %s", src, e.Rev)
 			}
@@ -185,8 +189,14 @@ func borrow(ctx context.Context, src, rev, dir string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	dot := repo.GitDir(src)
-	common := repo.CommonDir(dot)
+	dot, err := repo.GitDir(src)
+	if err != nil {
+		return "", err
+	}
+	common, err := repo.CommonDir(dot)
+	if err != nil {
+		return "", err
+	}
 	r, err := git.PlainInit(dir, false)
 	if err != nil {
 		return "", fmt.Errorf("preparing a copy of %s: %w", src, err)

@@ -1,6 +1,7 @@
 package repo
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
+	gitconfig "github.com/go-git/go-git/v5/plumbing/format/config"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
@@ -142,12 +144,19 @@ func rawObject(r *git.Repository, h plumbing.Hash) ([]byte, error) {
 // its object alternates followed: a clone made with --shared or --reference
 // (and eval's copies) keeps its objects in another repository.
 func openGit(root string) (*git.Repository, error) {
-	dot, wt := GitDir(root), osfs.New(root)
+	dot, err := GitDir(root)
+	if err != nil {
+		return nil, err
+	}
 	if dot == "" {
 		return nil, git.ErrRepositoryNotExists
 	}
+	wt := osfs.New(root)
 	var fs billy.Filesystem = osfs.New(dot)
-	common := CommonDir(dot)
+	common, err := CommonDir(dot)
+	if err != nil {
+		return nil, err
+	}
 	if common != dot {
 		// A linked worktree's git directory keeps its objects and refs in
 		// the main repository's.
@@ -262,46 +271,106 @@ func (s shared) EncodedObjectSize(h plumbing.Hash) (int64, error) {
 
 // GitDir is the git directory of the repository at root: root/.git (or the
 // directory a .git file names), root itself when it is bare, else "".
-func GitDir(root string) string {
+//
+// A .git file may name any directory, another repository's included, and a
+// directory in an untrusted tree may be made to look like anything; so the
+// git directory a .git file names is taken only when it names root back, as
+// git's own layouts do: a linked worktree's (its gitdir file names
+// root/.git) or a submodule's (its core.worktree is root). Anything else is
+// an error, never another repository read in this one's name.
+func GitDir(root string) (string, error) {
 	dot := filepath.Join(root, ".git")
-	fi, err := os.Stat(dot)
+	fi, err := os.Lstat(dot)
 	switch {
 	case err == nil && fi.IsDir():
-		return dot
+		return dot, nil
 	case err == nil && fi.Mode().IsRegular():
 		b, err := ReadBounded(dot, 4096)
 		if err != nil {
-			return ""
+			return "", fmt.Errorf("reading %s: %w", dot, err)
 		}
 		d, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir: ")
 		if !ok {
-			return ""
+			return "", fmt.Errorf("%s: a .git file holds one line \"gitdir: DIR\"", dot)
 		}
 		if !filepath.IsAbs(d) {
 			d = filepath.Join(root, d)
 		}
-		return d
+		d = filepath.Clean(d)
+		if !namesBack(d, root) {
+			return "", fmt.Errorf("%s: its git directory %s does not name this checkout back (as a worktree's gitdir file or a submodule's core.worktree would): not reading another repository", dot, d)
+		}
+		return d, nil
+	case err == nil:
+		return "", fmt.Errorf("%s: neither a directory nor a regular file", dot)
 	}
 	if _, err := os.Stat(filepath.Join(root, "objects")); err == nil {
 		if _, err := os.Stat(filepath.Join(root, "HEAD")); err == nil {
-			return root
+			return root, nil
 		}
 	}
-	return ""
+	return "", nil
 }
 
-// CommonDir is where a git directory's objects live: the directory its
-// commondir file names (a linked worktree's), else the directory itself.
-func CommonDir(dot string) string {
-	b, err := ReadBounded(filepath.Join(dot, "commondir"), 4096)
+// namesBack reports whether the git directory d belongs to the checkout
+// at root: its gitdir file names root/.git, or its core.worktree is root.
+func namesBack(d, root string) bool {
+	if b, err := ReadBounded(filepath.Join(d, "gitdir"), 4096); err == nil {
+		p := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(d, p)
+		}
+		if sameFile(p, filepath.Join(root, ".git")) {
+			return true
+		}
+	}
+	b, err := ReadBounded(filepath.Join(d, "config"), 1<<20)
 	if err != nil {
-		return dot
+		return false
+	}
+	cfg := gitconfig.New()
+	if err := gitconfig.NewDecoder(bytes.NewReader(b)).Decode(cfg); err != nil {
+		return false
+	}
+	w := cfg.Section("core").Option("worktree")
+	if w == "" {
+		return false
+	}
+	if !filepath.IsAbs(w) {
+		w = filepath.Join(d, w)
+	}
+	return sameFile(w, root)
+}
+
+func sameFile(a, b string) bool {
+	fa, err := os.Stat(a)
+	if err != nil {
+		return false
+	}
+	fb, err := os.Stat(b)
+	return err == nil && os.SameFile(fa, fb)
+}
+
+// CommonDir is where a git directory's objects and refs live: the directory
+// its commondir file names, else the directory itself. Only a linked
+// worktree's git directory has one, and it sits at COMMON/worktrees/NAME;
+// a commondir elsewhere would borrow another repository's refs.
+func CommonDir(dot string) (string, error) {
+	b, err := ReadBounded(filepath.Join(dot, "commondir"), 4096)
+	if errors.Is(err, fs.ErrNotExist) {
+		return dot, nil
+	} else if err != nil {
+		return "", fmt.Errorf("reading %s: %w", filepath.Join(dot, "commondir"), err)
 	}
 	d := strings.TrimSpace(string(b))
 	if !filepath.IsAbs(d) {
 		d = filepath.Join(dot, d)
 	}
-	return filepath.Clean(d)
+	d = filepath.Clean(d)
+	if !sameFile(filepath.Dir(dot), filepath.Join(d, "worktrees")) {
+		return "", fmt.Errorf("%s: names %s, whose worktrees directory does not hold %s: not reading another repository", filepath.Join(dot, "commondir"), d, dot)
+	}
+	return d, nil
 }
 
 // ReadBounded reads a file of at most n bytes and refuses a larger one

@@ -375,6 +375,7 @@ func TestHostileIgnoreFiles(t *testing.T) {
 	write(t, common, "worktrees/wt/commondir", "../..\n")
 	linked := t.TempDir()
 	write(t, linked, ".git", "gitdir: "+filepath.Join(common, "worktrees", "wt")+"\n")
+	write(t, common, "worktrees/wt/gitdir", filepath.Join(linked, ".git")+"\n")
 	write(t, linked, "x.tmp", "x")
 	write(t, linked, "x.go", "package x")
 	fsys, err = newWorktreeFS(linked)

@@ -47,9 +47,16 @@ func newWorktreeFS(root string) (*worktreeFS, error) {
 	// A linked worktree's or a submodule's .git is a file naming its git
 	// directory; the excludes are in the common one, as git reads them.
 	var base []gitignore.Pattern
-	if dot := GitDir(root); dot != "" {
-		var err error
-		if base, err = readIgnoreFile(filepath.Join(CommonDir(dot), "info", "exclude"), nil); err != nil {
+	dot, err := GitDir(root)
+	if err != nil {
+		return nil, err
+	}
+	if dot != "" {
+		common, err := CommonDir(dot)
+		if err != nil {
+			return nil, err
+		}
+		if base, err = readIgnoreFile(filepath.Join(common, "info", "exclude"), nil); err != nil {
 			return nil, err
 		}
 	}
