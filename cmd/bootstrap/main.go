@@ -7,10 +7,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 	"golang.org/x/term"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
 )
 
 // Exit codes. Only main decides how an error looks and which code it gets.
@@ -61,20 +65,37 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	switch {
 	case errors.As(err, &f):
 		if f.msg != "" {
-			fmt.Fprintln(stderr, "bootstrap:", f.msg)
+			fmt.Fprintln(stderr, "bootstrap:", shown(f.msg))
 		}
 		return exitFail
 	case ctx.Err() != nil:
 		fmt.Fprintln(stderr, "bootstrap: interrupted; partial results and traces were kept")
 		return exitInterrupted
 	case errors.As(err, &u):
-		fmt.Fprintln(stderr, "bootstrap:", err)
+		fmt.Fprintln(stderr, "bootstrap:", shown(err.Error()))
 		fmt.Fprintln(stderr, "Run 'bootstrap --help' for usage.")
 		return exitUsage
 	default:
-		fmt.Fprintln(stderr, "bootstrap:", err)
+		fmt.Fprintln(stderr, "bootstrap:", shown(err.Error()))
 		return exitError
 	}
+}
+
+// shown is an error message as it may reach a terminal: a message can
+// quote what a repository holds, and a control character in it (an escape
+// sequence that moves the cursor or forges a line) is written as an escape
+// instead, a newline and a tab aside.
+func shown(msg string) string {
+	var b strings.Builder
+	for _, r := range msg {
+		if r != '\n' && r != '\t' && contract.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 func newRoot(stdout, stderr io.Writer) *cobra.Command {
