@@ -215,8 +215,10 @@ func (f *Fetcher) download(ctx context.Context, url, file string, h hash.Hash) e
 }
 
 // untar extracts a gzipped npm tarball into dir, dropping the first path
-// element ("package/" by convention, but not always). Entries that would
-// escape dir are an error; devices and the like are skipped.
+// element ("package/" by convention, but not always). Every write goes
+// through an os.Root of dir, so no entry, and no link an earlier entry
+// made, reaches outside it; an entry that tries is an error. Devices and
+// the like are skipped.
 func untar(file, dir string) error {
 	fh, err := os.Open(file)
 	if err != nil {
@@ -227,6 +229,14 @@ func untar(file, dir string) error {
 	if err != nil {
 		return fmt.Errorf("not a gzip tarball: %w", err)
 	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		return err
+	}
+	defer root.Close()
 	tr := tar.NewReader(zr)
 	n := 0
 	for {
@@ -245,27 +255,22 @@ func untar(file, dir string) error {
 		if !ok || rest == "" {
 			continue
 		}
-		if !filepath.IsLocal(rest) {
-			return fmt.Errorf("entry %q escapes the package", hdr.Name)
-		}
-		dst := filepath.Join(dir, filepath.FromSlash(rest))
 		switch hdr.Typeflag {
 		case tar.TypeDir:
-			err = os.MkdirAll(dst, 0o755)
+			err = root.MkdirAll(rest, 0o755)
 		case tar.TypeReg:
-			err = writeFile(dst, tr, hdr.FileInfo().Mode().Perm()|0o644)
+			err = writeFile(root, rest, tr, hdr.FileInfo().Mode().Perm()|0o644)
 			n++
 		case tar.TypeSymlink:
-			target := path.Join(path.Dir(rest), hdr.Linkname)
-			if path.IsAbs(hdr.Linkname) || !filepath.IsLocal(target) {
+			if path.IsAbs(hdr.Linkname) || !filepath.IsLocal(path.Join(path.Dir(rest), hdr.Linkname)) {
 				return fmt.Errorf("symlink %q points outside the package", hdr.Name)
 			}
-			if err = os.MkdirAll(filepath.Dir(dst), 0o755); err == nil {
-				err = os.Symlink(hdr.Linkname, dst)
+			if err = root.MkdirAll(path.Dir(rest), 0o755); err == nil {
+				err = root.Symlink(hdr.Linkname, rest)
 			}
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("entry %q: %w", hdr.Name, err)
 		}
 	}
 	if n == 0 {
@@ -274,11 +279,11 @@ func untar(file, dir string) error {
 	return nil
 }
 
-func writeFile(dst string, r io.Reader, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+func writeFile(root *os.Root, name string, r io.Reader, mode os.FileMode) error {
+	if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
 		return err
 	}
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
+	out, err := root.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL, mode)
 	if err != nil {
 		return err
 	}
