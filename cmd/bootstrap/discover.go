@@ -22,6 +22,9 @@ func newDiscover() *cobra.Command {
 CI workflows, build files, manifests and lockfiles. Each fact is printed with
 the file and line it came from. With --rev it reads a git revision without
 checking it out; with --json it prints the full result as JSON.`,
+		Example: `  bootstrap discover
+  bootstrap discover --json path/to/repo | jq '.evidence[] | select(.kind == "gha.run")'
+  bootstrap discover --rev v1.2.0`,
 		Args: maxOnePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			res, err := discover.Dir(cmd.Context(), pathArg(args), rev)

@@ -39,6 +39,8 @@ contract, traces and the synth summary. Each repository is synthesized by its
 own bootstrap process (synth --fresh, with eval's flags), so one that crashes
 the process, runs it out of memory or hangs past its budget is that row's
 failure, not the batch's.`,
+		Example: `  bootstrap eval --max-time 15m --json report.json corpus.txt
+  bootstrap eval --plan-only --expect expected.tsv corpus.txt`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return &usageError{fmt.Errorf("eval takes one CORPUS file, got %d arguments", len(args))}

@@ -14,6 +14,8 @@ func newImage() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "image",
 		Short: "Manage the base image contracts start from",
+		Args:  noSubcommand,
+		RunE:  func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	cmd.AddCommand(newBuildBase())
 	return cmd
@@ -31,7 +33,9 @@ builds, loaded into the engine as REF (default ` + base.DefaultRef + `). It
 prints the image digest to pin in contracts: the same Debian archive gives
 the same digest on every machine. Where a registry is reachable,
 contracts can name any image by reference and digest instead.`,
-		Args: cobra.NoArgs,
+		Example: `  bootstrap image build-base
+  bootstrap image build-base --if-absent`,
+		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			e, err := newEngine(cmd.Context())
 			if err != nil {

@@ -56,9 +56,13 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	root := newRoot(stdout, stderr)
 	root.SetArgs(args)
 	root.SetIn(stdin)
-	err := root.ExecuteContext(ctx)
+	ran, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
+	}
+	help := "bootstrap"
+	if ran != nil {
+		help = ran.CommandPath()
 	}
 	var f *failure
 	var u *usageError
@@ -73,7 +77,7 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 		return exitInterrupted
 	case errors.As(err, &u):
 		fmt.Fprintln(stderr, "bootstrap:", shown(err.Error()))
-		fmt.Fprintln(stderr, "Run 'bootstrap --help' for usage.")
+		fmt.Fprintf(stderr, "Run '%s --help' for usage.\n", help)
 		return exitUsage
 	default:
 		fmt.Fprintln(stderr, "bootstrap:", shown(err.Error()))
@@ -104,19 +108,20 @@ func newRoot(stdout, stderr io.Writer) *cobra.Command {
 		Short: "Turn a repository's setup into a committed, verified contract",
 		Long: `bootstrap mines a repository's README, CI workflows, manifests and lockfiles,
 drafts a .bootstrap/contract.yaml, replays it cold in a container with the
-network off after the fetch stage, and repairs it until it passes.`,
+network off after the fetch stage, and repairs it until it passes.
+
+Exit codes: 0 success; 1 the contract was judged and did not pass (or is
+invalid, for validate); 2 a crash of the Go runtime, such as out of memory;
+3 the job could not be done (bad input, no engine); 64 bad usage;
+130 interrupted (partial results and traces are kept).`,
+		Example: `  bootstrap synth                  # discover, plan, replay, repair until verified
+  bootstrap plan --explain && bootstrap verify
+  bootstrap trace                  # what the last replay ran and why it failed`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		Version:       version,
-		// Cobra reports an unknown command as a plain error; make it a usage
-		// error (exit 64, with the hint) like an unknown flag.
-		Args: func(cmd *cobra.Command, args []string) error {
-			if len(args) > 0 {
-				return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
-			}
-			return nil
-		},
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
+		Args:          noSubcommand,
+		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -126,11 +131,38 @@ network off after the fetch stage, and repairs it until it passes.`,
 		newPlan(),
 		newVerify(),
 		newTrace(),
+		newValidate(),
 		newSynth(),
 		newImage(),
 		newEval(),
 	)
 	return root
+}
+
+// noSubcommand is the Args of a command that only holds others: a word
+// that names none of them is a usage error (exit 64) with the names it
+// may have meant, where cobra would print help and exit 0 (a typo that
+// succeeds) or report a plain error.
+func noSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) == 0 {
+		return nil
+	}
+	err := fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())
+	if cmd.SuggestionsMinimumDistance == 0 {
+		cmd.SuggestionsMinimumDistance = 2 // cobra's own default, applied only where it finds commands
+	}
+	if s := cmd.SuggestionsFor(args[0]); len(s) > 0 {
+		err = fmt.Errorf("%w; did you mean %s?", err, strings.Join(s, " or "))
+	}
+	return &usageError{err}
+}
+
+// noArgs is cobra.NoArgs as a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return &usageError{fmt.Errorf("%s takes no arguments, got %q", cmd.CommandPath(), args)}
+	}
+	return nil
 }
 
 // isTerminal reports whether w is a terminal, so progress is shown only there.

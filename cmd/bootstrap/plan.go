@@ -1,29 +1,39 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/discover"
 	"github.com/bootstrap-dev/bootstrap/plan"
+	"github.com/bootstrap-dev/bootstrap/repo"
 )
 
 func newPlan() *cobra.Command {
 	var rev, out string
-	var explain, asJSON bool
+	var explain, asJSON, force bool
 	cmd := &cobra.Command{
-		Use:   "plan [--rev REV] [-o FILE] [PATH]",
+		Use:   "plan [--rev REV] [-o FILE] [--force] [--explain] [--json] [PATH]",
 		Short: "Draft a contract from the repository's evidence, offline",
 		Long: `plan runs discovery on PATH (default ".") and the deterministic rule
 planner, and writes the draft to PATH/.bootstrap/contract.yaml (or FILE; "-"
 for stdout). Nothing runs: 'bootstrap verify' replays what plan writes, and
 'bootstrap synth' repairs it until it passes. The same evidence always gives
-the same bytes.`,
+the same bytes. A contract already there that differs from the draft (pinned
+by verify, repaired by synth, edited by hand) is kept unless --force.`,
+		Example: `  bootstrap plan                 # draft .bootstrap/contract.yaml here
+  bootstrap plan --explain       # and say what was decided, and what was left out and why
+  bootstrap plan -o - path/to/repo
+  bootstrap plan --force         # replace a contract that is already there`,
 		Args: maxOnePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := pathArg(args)
@@ -44,13 +54,22 @@ the same bytes.`,
 			}
 			// With --json the contract is in the JSON; "-o -" then writes
 			// nothing else to stdout.
-			if !(asJSON && out == "-") {
+			w := cmd.ErrOrStderr()
+			same := false
+			if out != "-" {
+				if same, err = keepsExisting(out, p.Contract, force); err != nil {
+					return err
+				}
+			}
+			if !(asJSON && out == "-") && !same {
 				if err := writeContract(cmd.OutOrStdout(), out, p.Contract); err != nil {
 					return err
 				}
 			}
-			w := cmd.ErrOrStderr()
-			if out != "-" {
+			switch {
+			case same:
+				fmt.Fprintf(w, "%s is already this draft (%d stages, %d steps)\n", out, len(p.Contract.Stages), stepCount(p.Contract))
+			case out != "-":
 				fmt.Fprintf(w, "wrote %s (%d stages, %d steps)\n", out, len(p.Contract.Stages), stepCount(p.Contract))
 			}
 			if asJSON {
@@ -72,9 +91,73 @@ the same bytes.`,
 	}
 	cmd.Flags().StringVar(&rev, "rev", "", "plan from this git revision instead of the working tree")
 	cmd.Flags().StringVarP(&out, "output", "o", "", `write the contract here ("-" for stdout)`)
+	cmd.Flags().BoolVar(&force, "force", false, "replace a contract that is already there and differs from the draft")
 	cmd.Flags().BoolVar(&explain, "explain", false, "print every decision and every piece of evidence left out, with reasons")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan (contract, decisions, evidence left out, CI jobs and their roles) as JSON on stdout")
 	return cmd
+}
+
+// keepsExisting compares the draft with the contract already at file: same
+// reports that it holds the draft's bytes; a different one is an error
+// naming what writing would drop, unless force.
+func keepsExisting(file string, draft *contract.Contract, force bool) (same bool, err error) {
+	old, err := repo.ReadBounded(file, contract.MaxSize)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	} else if err != nil {
+		return false, err
+	}
+	b, err := contract.Encode(draft)
+	if err != nil {
+		return false, err
+	}
+	if bytes.Equal(old, b) {
+		return true, nil
+	}
+	if force {
+		return false, nil
+	}
+	what := "hand edits or an older planner's draft"
+	if c, err := contract.Parse(file, old); err != nil {
+		what = "a contract that does not load (" + err.Error() + ")"
+	} else if lost := dropped(c); len(lost) > 0 {
+		what = strings.Join(lost, ", ")
+	}
+	return false, fmt.Errorf("%s already holds a contract that differs from the draft; writing would drop %s. --force replaces it, -o FILE or -o - writes the draft elsewhere", file, what)
+}
+
+// dropped names what a contract holds that only verify, synth or a person
+// puts there.
+func dropped(c *contract.Contract) []string {
+	var lost []string
+	if c.Base.Digest != "" {
+		lost = append(lost, "the base image's digest")
+	}
+	hashes := 0
+	for _, t := range c.Toolchains {
+		if t.Hash != "" {
+			hashes++
+		}
+	}
+	if hashes > 0 {
+		lost = append(lost, fmt.Sprintf("%d toolchain hash(es)", hashes))
+	}
+	written := 0
+	for _, s := range c.Stages {
+		for _, st := range s.Steps {
+			switch st.Source {
+			case contract.SourceRepair, contract.SourceLLM, contract.SourceUser:
+				written++
+			}
+		}
+	}
+	if written > 0 {
+		lost = append(lost, fmt.Sprintf("%d step(s) a repair or a person wrote", written))
+	}
+	if len(c.Quarantine) > 0 {
+		lost = append(lost, fmt.Sprintf("%d quarantined test(s)", len(c.Quarantine)))
+	}
+	return lost
 }
 
 // writeContract writes the canonical encoding to file, or to stdout for "-".

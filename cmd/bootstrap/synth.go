@@ -65,6 +65,9 @@ commands an agent should use), and every attempt's trace under
 
 A GIT-URL is cloned into --into (default: a directory named after the
 repository) first.`,
+		Example: `  bootstrap synth                        # this repository, rules only without OPENAI_API_KEY
+  bootstrap synth --max-time 20m path/to/repo
+  bootstrap synth https://github.com/OWNER/NAME --into /tmp/NAME`,
 		Args: maxOnePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir, err := target(cmd, pathArg(args), into)

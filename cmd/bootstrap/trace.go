@@ -20,6 +20,8 @@ func newTrace() *cobra.Command {
 		Long: `trace renders a replay's trace for people. RUN is a trace file, a run
 directory holding trace.jsonl, or a repository (its latest run under
 .bootstrap/runs is shown). Default ".".`,
+		Example: `  bootstrap trace                        # the latest run of this repository
+  bootstrap trace path/to/repo/.bootstrap/runs/attempt-2`,
 		Args: maxOnePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			file, err := findTrace(pathArg(args))

@@ -24,6 +24,9 @@ exits 0 only if every stage passed, and writes .bootstrap/record.json,
 logs in .bootstrap/logs/). Pins resolved on the way (the base image digest,
 toolchain hashes) are written back into the contract. An unchanged input
 re-verifies from the verdict cache.`,
+		Example: `  bootstrap verify                       # replay the committed contract at HEAD
+  bootstrap verify --worktree            # the working tree as it is, uncommitted changes too
+  bootstrap verify --secret NPM_TOKEN@fetch path/to/repo`,
 		Args: maxOnePath,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			dir := pathArg(args)
