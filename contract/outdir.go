@@ -75,3 +75,19 @@ func readFile(file string) ([]byte, error) {
 	}
 	return data, err
 }
+
+// Ignore is the .gitignore every command that writes into .bootstrap puts
+// there: what a replay leaves for a person to read, but not to commit.
+const Ignore = "# traces and logs of each replay; the contract, record and provenance are committed\nruns/\ntrace.jsonl\nlogs/\n"
+
+// WriteIgnore writes Ignore as bdir/.gitignore unless the repository has
+// one there already, which is the repository's to keep.
+func WriteIgnore(bdir string) error {
+	file := filepath.Join(bdir, ".gitignore")
+	if _, err := os.Lstat(file); err == nil {
+		return nil
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return WriteFileAtomic(file, []byte(Ignore))
+}

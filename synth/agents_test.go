@@ -29,3 +29,15 @@ func TestAgentContextQuotes(t *testing.T) {
 		}
 	}
 }
+
+// An unverified contract's AGENTS.md says where the diagnosis is kept: the
+// terminal synth printed it on is gone by the time an agent reads this.
+func TestAgentContextOfAnUnverifiedContractNamesTheDiagnosis(t *testing.T) {
+	c := &contract.Contract{User: "builder", Stages: []contract.Stage{{Name: "verify", Strongest: true, Steps: []contract.Step{{Run: "make test"}}}}}
+	got := string(AgentContext(c, false))
+	for _, want := range []string{"**Not verified.**", "`.bootstrap/runs/synth.json`", "`bootstrap trace`"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("AGENTS.md lacks %q:\n%s", want, got)
+		}
+	}
+}

@@ -27,7 +27,7 @@ func WriteOutputs(bdir string, out *Outcome) error {
 	if err := contract.WriteFileAtomic(filepath.Join(bdir, "AGENTS.md"), AgentContext(out.Contract, out.Verified)); err != nil {
 		return err
 	}
-	if err := contract.WriteFileAtomic(filepath.Join(bdir, ".gitignore"), []byte("# traces and logs of each replay; the contract, record and provenance are committed\nruns/\ntrace.jsonl\nlogs/\n")); err != nil {
+	if err := contract.WriteIgnore(bdir); err != nil {
 		return err
 	}
 	sum, err := json.MarshalIndent(Summarize(out), "", "  ")

@@ -43,6 +43,15 @@ by verify, repaired by synth, edited by hand) is kept unless --force.`,
 			}
 			p, err := plan.NewRules().Explain(cmd.Context(), res)
 			if err != nil {
+				if len(res.Errors) > 0 {
+					// What discovery could not read is the likeliest
+					// reason nothing was found: say it with the failure.
+					var b strings.Builder
+					for _, e := range res.Errors {
+						b.WriteString("\n  " + e.Error())
+					}
+					return fmt.Errorf("planning %q: %w; what could not be read may be why:%s", dir, err, b.String())
+				}
 				return fmt.Errorf("planning %q: %w", dir, err)
 			}
 			if out == "" {

@@ -39,6 +39,11 @@ re-verifies from the verdict cache.`,
 			if err != nil {
 				return err
 			}
+			// The replay leaves its trace and logs here: keep them out
+			// of a 'git add .bootstrap'.
+			if err := contract.WriteIgnore(bdir); err != nil {
+				return err
+			}
 			snap, err := f.snapshot(cmd.Context(), dir)
 			if err != nil {
 				return err
