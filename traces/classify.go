@@ -252,8 +252,9 @@ func NotReady(service string, log []byte) *Failure {
 }
 
 // errorish marks a line that states an error rather than a stack frame or
-// a progress note.
-var errorish = regexp.MustCompile(`(?i)(^|[^a-z])(error|fatal|panic|exception)\b|ERR!|ERR_[A-Z_]+|\bfailed\b`)
+// a progress note; a command given arguments it does not take says so by
+// printing its usage, whose first line is then the one that tells.
+var errorish = regexp.MustCompile(`(?i)(^|[^a-z])(error|fatal|panic|exception)\b|ERR!|ERR_[A-Z_]+|\bfailed\b|^\s*usage:\s`)
 
 // tellingLines picks what decided an unknown failure: from the first line
 // that states an error near the end of the log, else the last lines.

@@ -1,6 +1,7 @@
 package traces
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 )
@@ -129,6 +130,16 @@ func TestUnknownPicksTheErrorLine(t *testing.T) {
 	f := Classify(1, false, false, []byte(log))
 	if f.Class != Unknown || len(f.Lines) == 0 || f.Lines[0] != "throw new ERR_REQUIRE_ESM(filename);" {
 		t.Fatalf("%+v", f)
+	}
+	// A command given the wrong arguments prints its usage: its first line
+	// tells, not the end of the options it lists.
+	dump := "+ git diff --no-index a\nusage: git diff --no-index [<options>] <path> <path>\n\nDiff output format options\n"
+	for i := range 60 {
+		dump += fmt.Sprintf("    --option-%d    what it does\n", i)
+	}
+	f = Classify(129, false, false, []byte(dump))
+	if f.Class != Unknown || len(f.Lines) == 0 || f.Lines[0] != "usage: git diff --no-index [<options>] <path> <path>" {
+		t.Fatalf("a usage dump: %+v", f)
 	}
 	f = Classify(2, false, false, []byte("step one\nstep two\nexiting\n"))
 	if f.Lines[len(f.Lines)-1] != "exiting" {

@@ -150,15 +150,27 @@ func Read(path string) ([]Event, error) {
 	return Decode(path, f)
 }
 
+// ErrPartial marks a trace whose last line was cut off while being
+// written (a crash or kill mid-write): every whole event before it is
+// returned with it.
+var ErrPartial = errors.New("its last event was cut off while being written")
+
 // Decode reads JSON Lines events from r; name is used in error messages.
-// Blank lines are skipped.
+// Blank lines are skipped. A malformed line is an error naming it, except
+// a last line with no newline, which a writer stopped mid-write leaves:
+// that is ErrPartial, returned with the events before it.
 func Decode(name string, r io.Reader) ([]Event, error) {
 	var events []Event
-	sc := bufio.NewScanner(r)
+	tail := &lastByte{r: r}
+	sc := bufio.NewScanner(tail)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
 	line := 0
+	var bad error
 	for sc.Scan() {
 		line++
+		if bad != nil {
+			return nil, bad
+		}
 		if len(bytes.TrimSpace(sc.Bytes())) == 0 {
 			continue
 		}
@@ -166,7 +178,10 @@ func Decode(name string, r io.Reader) ([]Event, error) {
 		dec := json.NewDecoder(bytes.NewReader(sc.Bytes()))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&e); err != nil {
-			return nil, fmt.Errorf("%s:%d: %w", name, line, err)
+			// Whether this is the cut-off last line is known only
+			// once the scanner has looked past it.
+			bad = fmt.Errorf("%s:%d: %w", name, line, err)
+			continue
 		}
 		if e.Type == "" {
 			return nil, fmt.Errorf("%s:%d: event without a type", name, line)
@@ -176,5 +191,25 @@ func Decode(name string, r io.Reader) ([]Event, error) {
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("%s:%d: %w", name, line+1, err)
 	}
+	if bad != nil {
+		if tail.last == '\n' {
+			return nil, bad
+		}
+		return events, fmt.Errorf("%s:%d: %w", name, line, ErrPartial)
+	}
 	return events, nil
+}
+
+// lastByte remembers the last byte read through it.
+type lastByte struct {
+	r    io.Reader
+	last byte
+}
+
+func (l *lastByte) Read(p []byte) (int, error) {
+	n, err := l.r.Read(p)
+	if n > 0 {
+		l.last = p[n-1]
+	}
+	return n, err
 }

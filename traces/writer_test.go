@@ -2,8 +2,10 @@ package traces
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -156,5 +158,98 @@ func TestWriterKeepsTheFirstWriteError(t *testing.T) {
 	}
 	if w.Err() != first {
 		t.Fatalf("Err = %v, want the first error %v", w.Err(), first)
+	}
+}
+
+// A trace cut off mid-write keeps every whole event before the cut; a
+// malformed line anywhere else is still an error naming it.
+func TestDecodeCutOffLastLine(t *testing.T) {
+	whole := `{"seq":1,"type":"replay.start","time":"t"}` + "\n" + `{"seq":2,"type":"stage.start","time":"t","stage":"verify"}` + "\n"
+	events, err := Decode("t.jsonl", strings.NewReader(whole+`{"seq":3,"type":"step.st`))
+	if !errors.Is(err, ErrPartial) || !strings.HasPrefix(err.Error(), "t.jsonl:3: ") {
+		t.Fatalf("err = %v, want ErrPartial at line 3", err)
+	}
+	if len(events) != 2 || events[1].Stage != "verify" {
+		t.Fatalf("events = %+v", events)
+	}
+	for _, bad := range []string{
+		whole + `{"seq":3,"type":"step.st` + "\n",                         // a whole line that is malformed
+		`{"seq":1,"type"` + "\n" + `{"seq":2,"type":"replay.end"}` + "\n", // in the middle
+	} {
+		if _, err := Decode("t.jsonl", strings.NewReader(bad)); err == nil || errors.Is(err, ErrPartial) {
+			t.Errorf("Decode(%q) = %v, want a plain error", bad, err)
+		}
+	}
+}
+
+// The verdict comes first; a replay stopped by a signal, one aborted, and a
+// trace that ends early each say so instead of passing for a failure.
+func TestRenderSaysHowAReplayEnded(t *testing.T) {
+	off := false
+	start := []Event{
+		{Seq: 1, Type: ReplayStart, Commit: "abc"},
+		{Seq: 2, Type: StageStart, Stage: "verify", Network: &off},
+		{Seq: 3, Type: StepStart, Stage: "verify", Step: "verify/1", Command: "sleep 600"},
+	}
+	stopped := func(msg string) []Event {
+		return append(slices.Clone(start),
+			Event{Seq: 4, Type: StageEnd, Stage: "verify", Verdict: Fail, DurationMS: 7000},
+			Event{Seq: 5, Type: ReplayEnd, DurationMS: 8000, Message: msg})
+	}
+	code := 2
+	failed := append(slices.Clone(start),
+		Event{Seq: 4, Type: StepEnd, Stage: "verify", Step: "verify/1", ExitCode: &code, Verdict: Fail, LogPath: "logs/verify-1.log",
+			Failure: &Failure{Class: MissingCommand, Subject: "make", Lines: []string{"bash: make: command not found"}}},
+		Event{Seq: 5, Type: StageEnd, Stage: "verify", Verdict: Fail},
+		Event{Seq: 6, Type: ReplayEnd, Verdict: Fail, DurationMS: 100})
+	for _, c := range []struct {
+		name   string
+		events []Event
+		first  string
+		want   []string
+		not    []string
+	}{
+		{"interrupted", stopped(`aborted: step verify/1: exec "bash" in container 0909: context canceled`),
+			"verdict: interrupted after 8s in step verify/1: the replay was stopped (Ctrl-C or SIGTERM) before it was judged",
+			[]string{"  step verify/1 interrupted: no end recorded", "stage verify interrupted after 7s", "replay interrupted after 8s"},
+			[]string{"stage verify fail"}},
+		{"aborted", stopped("aborted: keeping the log of verify/1: no space left on device"),
+			"verdict: aborted after 8s in step verify/1: the replay could not go on, so nothing was judged: keeping the log of verify/1: no space left on device",
+			[]string{"replay aborted after 8s"}, []string{"stage verify fail"}},
+		{"unfinished", start,
+			"verdict: none: the trace ends during step verify/1, before the replay did",
+			[]string{"  step verify/1: no end recorded", "the trace ends here, before the replay did"}, nil},
+		{"failed", failed,
+			"verdict: fail: step verify/1 failed because missing-command: make",
+			[]string{"  | bash: make: command not found\nwhat to do: the image lacks the command", "full log: /out/logs/verify-1.log"}, nil},
+	} {
+		var b bytes.Buffer
+		if err := Render(&b, "/out", c.events); err != nil {
+			t.Fatal(err)
+		}
+		out := b.String()
+		if !strings.HasPrefix(out, c.first) {
+			t.Errorf("%s: starts %q, want %q", c.name, firstLine(out), c.first)
+		}
+		for _, w := range c.want {
+			if !strings.Contains(out, w) {
+				t.Errorf("%s: lacks %q:\n%s", c.name, w, out)
+			}
+		}
+		for _, w := range c.not {
+			if strings.Contains(out, w) {
+				t.Errorf("%s: says %q:\n%s", c.name, w, out)
+			}
+		}
+	}
+}
+
+// Every class has advice.
+func TestEveryClassHasAdvice(t *testing.T) {
+	for _, c := range []Class{MissingCommand, MissingLibrary, ToolchainVersion, DependencyResolution, DependencyUnavailable,
+		NetworkNeeded, TestFailure, Timeout, OutOfMemory, Permission, ServiceNotReady, TreeChanged, Unknown} {
+		if Advice(c) == "" {
+			t.Errorf("no advice for %s", c)
+		}
 	}
 }
