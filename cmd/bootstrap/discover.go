@@ -31,6 +31,9 @@ checking it out; with --json it prints the full result as JSON.`,
 			if err != nil {
 				return err
 			}
+			if err := noteUncommitted(cmd, pathArg(args), res, "read"); err != nil {
+				return err
+			}
 			if asJSON {
 				enc := json.NewEncoder(cmd.OutOrStdout())
 				enc.SetIndent("", "  ")
@@ -43,6 +46,24 @@ checking it out; with --json it prints the full result as JSON.`,
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the result as JSON")
 	cmd.Flags().StringVar(&rev, "rev", "", "read this git revision instead of the working tree")
 	return cmd
+}
+
+// noteUncommitted says on stderr which files the working tree's evidence
+// came from that differ from HEAD: verify replays HEAD and will not see
+// them.
+func noteUncommitted(cmd *cobra.Command, dir string, res *discover.Result, verb string) error {
+	files, err := discover.Uncommitted(cmd.Context(), dir, res)
+	if err != nil || len(files) == 0 {
+		return err
+	}
+	names := files
+	more := ""
+	if len(names) > 5 {
+		names, more = names[:5], fmt.Sprintf(" and %d more", len(files)-5)
+	}
+	fmt.Fprintf(cmd.ErrOrStderr(), "note: %s uncommitted changes to %s%s; verify replays the commit (%.12s) and will not see them: commit them, or verify --worktree\n",
+		verb, strings.Join(names, ", "), more, res.Commit)
+	return nil
 }
 
 // printEvidence is the readable summary: projects, then evidence grouped by file.

@@ -41,6 +41,9 @@ by verify, repaired by synth, edited by hand) is kept unless --force.`,
 			if err != nil {
 				return err
 			}
+			if err := noteUncommitted(cmd, dir, res, "drafted from"); err != nil {
+				return err
+			}
 			p, err := plan.NewRules().Explain(cmd.Context(), res)
 			if err != nil {
 				if len(res.Errors) > 0 {
