@@ -9,18 +9,20 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-var yamlLineRE = regexp.MustCompile(`line (\d+)`)
+var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
 
 // parseYAML returns the document's top mapping, or records an Error with the
 // line yaml.v3 names.
 func parseYAML(f *file) *yaml.Node {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(f.data, &doc); err != nil {
-		line := 0
+		// The line goes where every error's goes, once.
+		line, msg := 0, strings.TrimPrefix(err.Error(), "yaml: ")
 		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
 			line, _ = strconv.Atoi(m[1])
+			msg = err.Error()[len(m[0]):]
 		}
-		f.fail(line, "invalid YAML: %s", strings.TrimPrefix(err.Error(), "yaml: "))
+		f.fail(line, "invalid YAML: %s", msg)
 		return nil
 	}
 	if len(doc.Content) == 0 {
