@@ -76,8 +76,12 @@ func printEvidence(w io.Writer, res *discover.Result) {
 		fmt.Fprintf(w, "%s %s\n", src, res.Commit)
 	}
 	fmt.Fprintf(w, "%d project(s):\n", len(res.Projects))
+	width := 20
 	for _, p := range res.Projects {
-		fmt.Fprintf(w, "  %-20s %s  (%s)\n", p.Root, strings.Join(p.Ecosystems, ", "), strings.Join(p.Markers, ", "))
+		width = max(width, len(p.Root))
+	}
+	for _, p := range res.Projects {
+		fmt.Fprintf(w, "  %-*s %s  (%s)\n", width, p.Root, strings.Join(p.Ecosystems, ", "), strings.Join(p.Markers, ", "))
 	}
 	byFile := map[string][]discover.Evidence{}
 	for _, e := range res.Evidence {
@@ -91,8 +95,17 @@ func printEvidence(w io.Writer, res *discover.Result) {
 	fmt.Fprintf(w, "%d evidence item(s) in %d file(s):\n", len(res.Evidence), len(files))
 	for _, f := range files {
 		fmt.Fprintf(w, "  %s\n", f)
-		for _, e := range byFile[f] {
-			fmt.Fprintf(w, "    %4d  %-22s %s\n", e.Line, e.Kind, oneLine(e.Excerpt, 90))
+		// One line of the file that is evidence of several kinds (a
+		// setup action is gha.uses and gha.setup) is shown once.
+		ev := byFile[f]
+		for i := 0; i < len(ev); {
+			kinds := []string{string(ev[i].Kind)}
+			j := i + 1
+			for ; j < len(ev) && ev[j].Line == ev[i].Line && ev[j].Excerpt == ev[i].Excerpt; j++ {
+				kinds = append(kinds, string(ev[j].Kind))
+			}
+			fmt.Fprintf(w, "    %4d  %-22s %s\n", ev[i].Line, strings.Join(kinds, ","), oneLine(ev[i].Excerpt, 90))
+			i = j
 		}
 	}
 	if len(res.Errors) > 0 {

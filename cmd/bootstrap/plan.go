@@ -91,7 +91,13 @@ by verify, repaired by synth, edited by hand) is kept unless --force.`,
 					return err
 				}
 			} else if explain {
-				printDecisions(w, p)
+				// The explanation is what was asked for: stdout, where a
+				// pipe to grep finds it, unless the contract is there.
+				ew := cmd.OutOrStdout()
+				if out == "-" {
+					ew = w
+				}
+				printDecisions(ew, p)
 			} else if len(p.Skipped) > 0 && out != "-" {
 				fmt.Fprintf(w, "%d piece(s) of evidence left out; --explain says why\n", len(p.Skipped))
 			}
@@ -188,14 +194,21 @@ func writeContract(stdout io.Writer, file string, c *contract.Contract) error {
 func printDecisions(w io.Writer, p *plan.Result) {
 	fmt.Fprintln(w, "decisions:")
 	for _, d := range p.Decisions {
-		fmt.Fprintf(w, "  %s\n", d)
+		fmt.Fprintf(w, "  %s\n", oneDecision(d))
 	}
 	if len(p.Skipped) > 0 {
 		fmt.Fprintln(w, "left out:")
 		for _, d := range p.Skipped {
-			fmt.Fprintf(w, "  %s\n", d)
+			fmt.Fprintf(w, "  %s\n", oneDecision(d))
 		}
 	}
+}
+
+// oneDecision is a decision on one line: a multi-line script in it is
+// shown with its line breaks as ⏎, so each decision stays one grep-able
+// line.
+func oneDecision(d plan.Decision) string {
+	return strings.ReplaceAll(strings.TrimRight(d.String(), "\n"), "\n", " ⏎ ")
 }
 
 func stepCount(c *contract.Contract) int {
