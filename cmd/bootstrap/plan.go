@@ -110,7 +110,7 @@ by verify, repaired by synth, edited by hand) is kept unless --force.`,
 	cmd.Flags().StringVar(&rev, "rev", "", "plan from this git revision instead of the working tree")
 	cmd.Flags().StringVarP(&out, "output", "o", "", `write the contract here ("-" for stdout)`)
 	cmd.Flags().BoolVar(&force, "force", false, "replace a contract that is already there and differs from the draft")
-	cmd.Flags().BoolVar(&explain, "explain", false, "print every decision and every piece of evidence left out, with reasons")
+	cmd.Flags().BoolVar(&explain, "explain", false, "print every decision, every step with the line it came from and why, and every piece of evidence left out, with reasons (on stdout, or stderr with -o -)")
 	cmd.Flags().BoolVar(&asJSON, "json", false, "print the plan (contract, decisions, evidence left out, CI jobs and their roles) as JSON on stdout")
 	return cmd
 }
@@ -196,6 +196,19 @@ func printDecisions(w io.Writer, p *plan.Result) {
 	for _, d := range p.Decisions {
 		fmt.Fprintf(w, "  %s\n", oneDecision(d))
 	}
+	// What the contract runs, each step with the line it came from and why
+	// it is in its stage.
+	fmt.Fprintln(w, "steps:")
+	for _, st := range p.Contract.Stages {
+		net := "network off"
+		if st.Network {
+			net = "network on"
+		}
+		for j, step := range st.Steps {
+			fmt.Fprintf(w, "  %s (%s): %s (%s, %s): %s\n", contract.StepRef(st.Name, j), net,
+				oneScript(step.Run), step.Evidence, step.Source, step.Reason)
+		}
+	}
 	if len(p.Skipped) > 0 {
 		fmt.Fprintln(w, "left out:")
 		for _, d := range p.Skipped {
@@ -207,8 +220,10 @@ func printDecisions(w io.Writer, p *plan.Result) {
 // oneDecision is a decision on one line: a multi-line script in it is
 // shown with its line breaks as ⏎, so each decision stays one grep-able
 // line.
-func oneDecision(d plan.Decision) string {
-	return strings.ReplaceAll(strings.TrimRight(d.String(), "\n"), "\n", " ⏎ ")
+func oneDecision(d plan.Decision) string { return oneScript(d.String()) }
+
+func oneScript(s string) string {
+	return strings.ReplaceAll(strings.TrimRight(s, "\n"), "\n", " ⏎ ")
 }
 
 func stepCount(c *contract.Contract) int {
