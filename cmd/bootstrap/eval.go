@@ -34,12 +34,12 @@ func newEval() *cobra.Command {
 git URL, and an optional revision; # starts a comment), synthesizes a contract
 for each in a fresh copy under --work (the corpus is never written to), and
 prints a table: verified or not, replays, time, tokens, repairs, diagnosis.
---json FILE also writes the full report. Each copy keeps its .bootstrap with
+--report FILE also writes the full report as JSON. Each copy keeps its .bootstrap with
 contract, traces and the synth summary. Each repository is synthesized by its
 own bootstrap process (synth --fresh, with eval's flags), so one that crashes
 the process, runs it out of memory or hangs past its budget is that row's
 failure, not the batch's.`,
-		Example: `  bootstrap eval --max-time 15m --json report.json corpus.txt
+		Example: `  bootstrap eval --max-time 15m --report report.json corpus.txt
   bootstrap eval --plan-only --expect expected.tsv corpus.txt`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 1 {
@@ -48,6 +48,9 @@ failure, not the batch's.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if cmd.Flags().Changed("json") {
+				fmt.Fprintln(cmd.ErrOrStderr(), "note: eval's --json FILE is now --report FILE (--json is a switch on discover and plan)")
+			}
 			file, err := os.Open(args[0])
 			if err != nil {
 				return fmt.Errorf("reading corpus: %w", err)
@@ -83,7 +86,11 @@ failure, not the batch's.`,
 	}
 	f.register(cmd, "per repository")
 	cmd.Flags().StringVar(&work, "work", "", "where the copies go (default: a new temporary directory)")
-	cmd.Flags().StringVar(&out, "json", "", "also write the full report as JSON to this file")
+	cmd.Flags().StringVar(&out, "report", "", "also write the full report as JSON to this file")
+	// --json is a switch everywhere else (discover, plan); here it took a
+	// FILE. It still does, so scripts keep working.
+	cmd.Flags().StringVar(&out, "json", "", "")
+	_ = cmd.Flags().MarkHidden("json")
 	cmd.Flags().BoolVar(&planOnly, "plan-only", false, "only discover and plan each repository (offline, no engine) and report the chosen jobs and commands")
 	cmd.Flags().StringVar(&expect, "expect", "", "with --plan-only: check each plan against this table of expected jobs, cells, verify commands and toolchains")
 	return cmd
