@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 scripts/engine-up.sh
+# A Go new enough for go.mod: the one on PATH, else a pinned release.
+PATH="$(scripts/go-up.sh):$PATH"
+export PATH
 go build -o bin/bootstrap ./cmd/bootstrap
 bin/bootstrap image build-base --if-absent
 
