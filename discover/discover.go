@@ -72,9 +72,12 @@ func Dir(ctx context.Context, path, rev string, opts ...Option) (*Result, error)
 	return Run(ctx, snap, opts...)
 }
 
-// skipDirs hold other people's code or build output, never setup evidence.
+// skipDirs hold other people's code, build output or test data (the
+// manifests and READMEs of fixture projects a test suite reads), never
+// setup evidence.
 var skipDirs = map[string]bool{
 	".git": true, "vendor": true, "node_modules": true, "bower_components": true,
+	"testdata": true, "fixtures": true, "__fixtures__": true,
 	".venv": true, "venv": true, "__pycache__": true, ".tox": true, ".mypy_cache": true,
 	".pytest_cache": true, ".gradle": true, ".yarn": true, ".pnpm-store": true,
 }

@@ -411,6 +411,12 @@ packages: ["packages/*"]
 {"name": "dep"}
 -- vendor/go.mod --
 module vendored
+-- tests/fixtures/config/package.json --
+{"name": "fixture", "scripts": {"test": "fixture-test"}}
+-- testdata/mod/go.mod --
+module fixture
+-- src/__fixtures__/README.md --
+`+"```sh\nnpm run fixture\n```"+`
 `
 
 func TestMinersOtherEcosystems(t *testing.T) {
@@ -447,6 +453,9 @@ func TestMinersOtherEcosystems(t *testing.T) {
 	for _, e := range res.Evidence {
 		if strings.HasPrefix(e.Path, "node_modules/") || strings.HasPrefix(e.Path, "vendor/") || strings.Contains(e.Path, "/target/") {
 			t.Errorf("mined a dependency dir: %s", e.Path)
+		}
+		if strings.Contains(e.Path, "fixtures/") || strings.HasPrefix(e.Path, "testdata/") {
+			t.Errorf("mined a test suite's fixture: %s", e.Path)
 		}
 	}
 }
