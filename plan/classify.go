@@ -76,9 +76,9 @@ func hostedOnly(run string) string {
 	case kernelTools[tool] || tool == "sysctl" && slices.Contains(w, "-w") || tool == "ip" && (sub == "link" || sub == "netns" || sub == "addr" || sub == "route"):
 		return "changes the runner's kernel or system (modules, mounts, firewall, services); steps run unprivileged in a container"
 	case linters[tool]:
-		return "linter run; linters are not part of the setup contract"
+		return "a linter run of its own, not one the test command runs"
 	case tool == "go" && sub == "install" && isLinterInstall(w):
-		return "installs a linter; linters are not part of the setup contract"
+		return "installs a linter for a run of its own"
 	case tool == "docker" || tool == "docker-compose" || tool == "podman":
 		return "needs a container engine (login, build, push); the replay container has none"
 	case releaseTool[tool]:
