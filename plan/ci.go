@@ -738,7 +738,11 @@ func (p *run) planProducer(pr producer, consumer *ciJob) {
 	// What selection said of it, left out whole, no longer holds.
 	left := "job " + prod.ref() + " is left out"
 	p.out.Skipped = slices.DeleteFunc(p.out.Skipped, func(d Decision) bool {
-		return (d.Topic == "ci job" && d.Choice == prod.ref()) || (d.Topic == "ci step" && strings.HasPrefix(d.Reason, left))
+		gone := (d.Topic == "ci job" && d.Choice == prod.ref()) || (d.Topic == "ci step" && strings.HasPrefix(d.Reason, left))
+		if gone {
+			delete(p.skipped, d)
+		}
+		return gone
 	})
 	base := exprCtx{inputs: prod.inputs, missingEmpty: prod.matrix != nil, env: p.jobEnv(prod)}
 	for _, s := range prod.steps[min(upload+1, len(prod.steps)):] {
@@ -1074,8 +1078,9 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 				continue
 			}
 			// A secret is the caller's, for every step; the workflow's
-			// and the job's env is every step's.
-			p.setEnv(name, e.Facts[k], e, ctx)
+			// and the job's env is every step's, and cites the line
+			// that declares it, not this step's.
+			p.setEnv(name, e.Facts[k], p.envLine(e, j.id, name), ctx)
 		}
 	}
 	for _, a := range prefix {
@@ -1104,6 +1109,25 @@ func gitlabRunnerOnly(j *ciJob, name, value string) string {
 
 // inheritedEnv reports a step's env entry that the workflow or the job set,
 // not the step.
+// envLine is the evidence that declares the env variable name for job id
+// of e's workflow, the job's own over the workflow's; e when none does (a
+// secret the step itself reads, or a GitLab job).
+func (p *run) envLine(e discover.Evidence, id, name string) discover.Evidence {
+	found := e
+	for _, d := range p.each(discover.KindGHAEnv) {
+		if d.Path != e.Path || d.Facts["name"] != name {
+			continue
+		}
+		switch {
+		case d.Facts["scope"] == "job" && d.Facts["job"] == id:
+			return d
+		case d.Facts["scope"] == "workflow":
+			found = d
+		}
+	}
+	return found
+}
+
 func inheritedEnv(inherited map[string]string, name, v string) bool {
 	iv, ok := inherited[name]
 	return ok && iv == v

@@ -210,6 +210,7 @@ type run struct {
 	*Rules
 	res     *discover.Result
 	out     *Result
+	skipped map[Decision]bool // what out.Skipped holds, to say each once
 	c       *contract.Contract
 	projs   []project
 	cands   []candidate
@@ -249,7 +250,16 @@ func (p *run) decide(topic, choice string, ev *discover.Evidence, reason string)
 }
 
 func (p *run) skip(topic, choice string, ev discover.Evidence, reason string) {
-	p.out.Skipped = append(p.out.Skipped, Decision{Topic: topic, Choice: choice, Evidence: ev.Ref(), Reason: reason})
+	d := Decision{Topic: topic, Choice: choice, Evidence: ev.Ref(), Reason: reason}
+	// The same line left out for the same reason, met once per step that
+	// inherits it, is said once.
+	if p.skipped == nil {
+		p.skipped = map[Decision]bool{}
+	}
+	if !p.skipped[d] {
+		p.skipped[d] = true
+		p.out.Skipped = append(p.out.Skipped, d)
+	}
 }
 
 func (p *run) use(ev discover.Evidence) { p.used[ev.Path] = true }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -119,10 +120,11 @@ by verify, repaired by synth, edited by hand) is kept unless --force.`,
 // reports that it holds the draft's bytes; a different one is an error
 // naming what writing would drop, unless force.
 func keepsExisting(file string, draft *contract.Contract, force bool) (same bool, err error) {
+	if fi, err := os.Lstat(file); errors.Is(err, fs.ErrNotExist) || err == nil && !fi.Mode().IsRegular() {
+		return false, nil // nothing to keep; -o /dev/null is written as a device
+	}
 	old, err := repo.ReadBounded(file, contract.MaxSize)
-	if errors.Is(err, fs.ErrNotExist) {
-		return false, nil
-	} else if err != nil {
+	if err != nil {
 		return false, err
 	}
 	b, err := contract.Encode(draft)
