@@ -416,7 +416,7 @@ module vendored
 -- testdata/mod/go.mod --
 module fixture
 -- src/__fixtures__/README.md --
-`+"```sh\nnpm run fixture\n```"+`
+` + "```sh\nnpm run fixture\n```" + `
 `
 
 func TestMinersOtherEcosystems(t *testing.T) {
