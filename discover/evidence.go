@@ -168,7 +168,8 @@ const (
 	KindTask       Kind = "task.task"
 	KindMageTarget Kind = "mage.target"
 
-	// Go. KindGoMod facts: module, go, toolchain, each when present.
+	// Go. KindGoMod facts: module, go (and go_line, the go directive's line),
+	// toolchain, each when present.
 	// KindGoWork facts: go and toolchain when present, use (comma
 	// separated, always set). KindGoVersionFile (.go-version) facts:
 	// version (first word of the first non-comment line).

@@ -2,6 +2,7 @@ package discover
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 
 	"golang.org/x/mod/modfile"
@@ -30,6 +31,7 @@ func mineGoMod(f *file) {
 	}
 	if mf.Go != nil {
 		facts["go"] = mf.Go.Version
+		facts["go_line"] = strconv.Itoa(mf.Go.Syntax.Start.Line)
 	}
 	if mf.Toolchain != nil {
 		facts["toolchain"] = mf.Toolchain.Name

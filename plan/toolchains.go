@@ -142,6 +142,11 @@ func (p *run) goToolchain() error {
 			}
 			if min == "" || compareExact(normal(g), normal(min)) > 0 {
 				e := e
+				// The decision rests on the go directive: cite its line,
+				// not the module line the evidence starts at.
+				if n, err := strconv.Atoi(e.Facts["go_line"]); err == nil && n > 0 {
+					e.Line = n
+				}
 				min, minEv = g, &e
 			}
 		}
