@@ -82,6 +82,38 @@ func Parse(name string, data []byte) (*Contract, error) {
 
 var yamlLine = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
 
+// YAMLLine splits a yaml.v3 message "line N: why" into the line and the
+// why, the line counted from 1 whatever the kind of error. yaml.v3 adds one
+// to the 0-based mark of a scanner's error but not of a parser's (decode.go
+// fail), so its parser errors, the eleven of parserc.go, name the line
+// before the one they mean. A message without a line gives 0.
+func YAMLLine(msg string) (int, string) {
+	msg = strings.TrimPrefix(msg, "yaml: ")
+	g := yamlLine.FindStringSubmatch(msg)
+	if g == nil {
+		return 0, msg
+	}
+	n, _ := strconv.Atoi(g[1])
+	if parserErrors[g[2]] {
+		n++
+	}
+	return n, g[2]
+}
+
+var parserErrors = map[string]bool{
+	"did not find expected <stream-start>":   true,
+	"did not find expected <document start>": true,
+	"found undefined tag handle":             true,
+	"did not find expected node content":     true,
+	"did not find expected '-' indicator":    true,
+	"did not find expected key":              true,
+	"did not find expected ',' or ']'":       true,
+	"did not find expected ',' or '}'":       true,
+	"found duplicate %YAML directive":        true,
+	"found incompatible YAML document":       true,
+	"found duplicate %TAG directive":         true,
+}
+
 // yamlError turns yaml.v3's "line N: msg" errors into file:line errors.
 func yamlError(name string, err error) error {
 	var msgs []string
@@ -93,11 +125,8 @@ func yamlError(name string, err error) error {
 	}
 	var errs []error
 	for _, m := range msgs {
-		e := &Error{File: name, Msg: strings.TrimPrefix(m, "yaml: ")}
-		if g := yamlLine.FindStringSubmatch(m); g != nil {
-			e.Line, _ = strconv.Atoi(g[1])
-			e.Msg = g[2]
-		}
+		e := &Error{File: name}
+		e.Line, e.Msg = YAMLLine(m)
 		e.Msg = strings.Replace(e.Msg, " not found in type contract.", " is unknown in ", 1)
 		errs = append(errs, e)
 	}

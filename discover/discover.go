@@ -294,7 +294,11 @@ func (f *file) lineCount() int {
 		}
 		f.crs = bytes.Count(f.data, []byte("\r")) - bytes.Count(f.data, []byte("\r\n"))
 	}
-	return len(f.starts) + f.crs
+	n := len(f.starts) + f.crs
+	if len(f.data) > 0 && f.data[len(f.data)-1] == '\n' {
+		n-- // the newline ends the last line; it does not begin another
+	}
+	return n
 }
 
 // lineText is the trimmed text of 1-based line n. The offsets of the

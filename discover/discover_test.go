@@ -494,7 +494,7 @@ name = = "x"
 			t.Errorf("%s: error without a Files digest", e.Path)
 		}
 	}
-	want := map[string]int{"go.mod": 5, "package.json": 3, ".github/workflows/bad.yml": 3, "pyproject.toml": 2, "pom.xml": 3}
+	want := map[string]int{"go.mod": 4, "package.json": 3, ".github/workflows/bad.yml": 3, "pyproject.toml": 2, "pom.xml": 3}
 	for p, l := range want {
 		if gl, ok := got[p]; !ok || gl != l {
 			t.Errorf("%s: error line %d (present %v), want %d; errors %v", p, gl, ok, l, res.Errors)

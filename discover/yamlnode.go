@@ -2,26 +2,22 @@ package discover
 
 import (
 	"fmt"
-	"regexp"
-	"strconv"
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
 )
 
-var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): `)
 
 // parseYAML returns the document's top mapping, or records an Error with the
 // line yaml.v3 names.
 func parseYAML(f *file) *yaml.Node {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(f.data, &doc); err != nil {
-		// The line goes where every error's goes, once.
-		line, msg := 0, strings.TrimPrefix(err.Error(), "yaml: ")
-		if m := yamlLineRE.FindStringSubmatch(err.Error()); m != nil {
-			line, _ = strconv.Atoi(m[1])
-			msg = err.Error()[len(m[0]):]
-		}
+		// The line goes where every error's goes, once, and is the one
+		// meant.
+		line, msg := contract.YAMLLine(err.Error())
 		f.fail(line, "invalid YAML: %s", msg)
 		return nil
 	}
