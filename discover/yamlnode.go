@@ -9,7 +9,6 @@ import (
 	"github.com/bootstrap-dev/bootstrap/contract"
 )
 
-
 // parseYAML returns the document's top mapping, or records an Error with the
 // line yaml.v3 names.
 func parseYAML(f *file) *yaml.Node {
