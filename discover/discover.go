@@ -194,6 +194,9 @@ type run struct {
 	goDirs map[string]bool
 	ev     []Evidence
 	errs   []Error
+	// searched counts the bytes parsed again to place YAML errors, against
+	// maxSearchBytes.
+	searched int
 	// bytesRead counts the bytes of the files read so far, against maxRepoBytes.
 	bytesRead int64
 }

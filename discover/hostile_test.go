@@ -187,3 +187,32 @@ func TestOutputBounds(t *testing.T) {
 		t.Errorf("evidence %+v, want a/Makefile's", res.Evidence)
 	}
 }
+
+// A YAML syntax error names the line it is on, not the line where the
+// construct yaml.v3 was parsing began; past the bound on re-parsing, the
+// line yaml.v3 names stands.
+func TestYAMLErrorLine(t *testing.T) {
+	for _, c := range []struct {
+		doc  string
+		line int
+	}{
+		{"name: broken\non: push\njobs:\n  test:\n    runs-on: ubuntu-latest\n    steps:\n      - run: go test ./...\n     - run: misindented\n", 8},
+		{"on: push\njobs:\n  t:\n    runs-on: [\n    steps: x\n", 5},
+		{"on: push\njobs:\n  t:\n\truns-on: x\n", 4},
+		{"on: push\nname: \"unterminated\njobs: {}\n", 2},
+	} {
+		res := runFS(t, fstest.MapFS{".github/workflows/ci.yml": {Data: []byte(c.doc)}})
+		if len(res.Errors) != 1 || res.Errors[0].Line != c.line {
+			t.Errorf("%q: errors %v, want one at line %d", c.doc, res.Errors, c.line)
+		}
+	}
+	var keys strings.Builder
+	for i := 0; keys.Len() <= maxSearchFile; i++ {
+		fmt.Fprintf(&keys, "    k%d: v\n", i)
+	}
+	big := "on: push\njobs:\n  test:\n" + keys.String() + "    steps:\n      - run: a\n     - run: misindented\n"
+	res := runFS(t, fstest.MapFS{".github/workflows/ci.yml": {Data: []byte(big)}})
+	if len(res.Errors) != 1 || res.Errors[0].Line != 4 {
+		t.Errorf("a file past the bound: %v, want yaml.v3's own line, 4", res.Errors)
+	}
+}

@@ -2,6 +2,7 @@ package discover
 
 import (
 	"fmt"
+	"math/bits"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -10,13 +11,14 @@ import (
 )
 
 // parseYAML returns the document's top mapping, or records an Error with the
-// line yaml.v3 names.
+// line the error is on.
 func parseYAML(f *file) *yaml.Node {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(f.data, &doc); err != nil {
-		// The line goes where every error's goes, once, and is the one
-		// meant.
 		line, msg := contract.YAMLLine(err.Error())
+		if n := problemLine(f, msg); n > 0 {
+			line = n
+		}
 		f.fail(line, "invalid YAML: %s", msg)
 		return nil
 	}
@@ -37,6 +39,55 @@ func parseYAML(f *file) *yaml.Node {
 	}
 	return root
 }
+
+// problemLine is the line a YAML syntax error is on. yaml.v3 names the
+// line where the construct it was parsing began (a mapping's first key,
+// for an item indented one space short five lines on), not where it went
+// wrong; the first prefix of the file, in whole lines, that fails the same
+// way ends on the line that did. Parsing is sequential, so every longer
+// prefix fails there too, and a binary search costs a log of the file's
+// lines in parses. 0 when no prefix fails so (an error only the whole
+// file has), or when the repository's malformed YAML has had its budget
+// of such parses: yaml.v3's line then stands.
+func problemLine(f *file, msg string) int {
+	fails := func(k int) bool {
+		end := len(f.data)
+		if k < len(f.starts) {
+			end = f.starts[k]
+		}
+		f.r.searched += end
+		var n yaml.Node
+		err := yaml.Unmarshal(f.data[:end], &n)
+		if err == nil {
+			return false
+		}
+		_, m := contract.YAMLLine(err.Error())
+		return m == msg
+	}
+	lines := f.lineCount()
+	if lines == 0 || len(f.data) > maxSearchFile || f.r.searched+len(f.data)*(bits.Len(uint(lines))+1) > maxSearchBytes || !fails(lines) {
+		return 0
+	}
+	lo, hi := 1, lines
+	for lo < hi {
+		mid := (lo + hi) / 2
+		if fails(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	return lo
+}
+
+// Placing a YAML error parses prefixes of its file again: only in a file
+// of at most maxSearchFile bytes, and at most maxSearchBytes in one
+// repository (a quarter of a second or so); a real CI file is a few
+// kilobytes.
+const (
+	maxSearchFile  = 256 << 10
+	maxSearchBytes = 16 << 20
+)
 
 // maxYAMLNodes bounds a document's size with its aliases expanded, and
 // maxYAMLDepth its nesting: real CI files are a few thousand nodes, a few
