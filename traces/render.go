@@ -115,11 +115,14 @@ func summary(p *printer, dir string, events []Event) ending {
 	var last *Event
 	var failed *Event
 	started := ""
+	online := map[string]bool{} // the stages with the network on
 	for i := range events {
 		e := &events[i]
 		switch e.Type {
 		case ReplayEnd:
 			last = e
+		case StageStart:
+			online[e.Stage] = e.Network != nil && *e.Network
 		case StepStart:
 			started = e.Step
 		case StepEnd:
@@ -158,7 +161,11 @@ func summary(p *printer, dir string, events []Event) ending {
 	for _, l := range f.Lines {
 		p.printf("  | %s\n", l)
 	}
-	if a := Advice(f.Class); a != "" {
+	a := Advice(f.Class)
+	if f.Class == NetworkNeeded && online[failed.Stage] {
+		a = onlineAdvice
+	}
+	if a != "" {
 		p.printf("what to do: %s\n", a)
 	}
 	if failed.LogPath != "" {
@@ -174,6 +181,9 @@ func because(f *Failure) string {
 	}
 	return why
 }
+
+// onlineAdvice is for a host a stage with the network could not reach.
+const onlineAdvice = "the host is out of this machine's reach even with the network on (the registries it reaches are the ones it has): skip the download (an install switch), or get it from a registry this machine reaches"
 
 // Advice says what a person can do about a failure of class c.
 func Advice(c Class) string {

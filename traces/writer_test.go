@@ -244,6 +244,27 @@ func TestRenderSaysHowAReplayEnded(t *testing.T) {
 	}
 }
 
+// A host that a stage with the network on could not reach is not a step
+// that wanted the network offline.
+func TestRenderAdviceKnowsTheStagesNetwork(t *testing.T) {
+	on, code := true, 1
+	events := []Event{
+		{Seq: 1, Type: ReplayStart},
+		{Seq: 2, Type: StageStart, Stage: "fetch", Network: &on},
+		{Seq: 3, Type: StepStart, Stage: "fetch", Step: "fetch/1", Command: "npm ci"},
+		{Seq: 4, Type: StepEnd, Stage: "fetch", Step: "fetch/1", ExitCode: &code, Verdict: Fail,
+			Failure: &Failure{Class: NetworkNeeded, Subject: "download.cypress.io"}},
+		{Seq: 5, Type: ReplayEnd, Verdict: Fail},
+	}
+	var b bytes.Buffer
+	if err := Render(&b, "/out", events); err != nil {
+		t.Fatal(err)
+	}
+	if out := b.String(); !strings.Contains(out, "what to do: "+onlineAdvice) || strings.Contains(out, Advice(NetworkNeeded)) {
+		t.Errorf("advice for a network stage:\n%s", out)
+	}
+}
+
 // Every class has advice.
 func TestEveryClassHasAdvice(t *testing.T) {
 	for _, c := range []Class{MissingCommand, MissingLibrary, ToolchainVersion, DependencyResolution, DependencyUnavailable,
