@@ -46,9 +46,9 @@ func parseYAML(f *file) *yaml.Node {
 // wrong; the first prefix of the file, in whole lines, that fails the same
 // way ends on the line that did. Parsing is sequential, so every longer
 // prefix fails there too, and a binary search costs a log of the file's
-// lines in parses. 0 when no prefix fails so (an error only the whole
-// file has), or when the repository's malformed YAML has had its budget
-// of such parses: yaml.v3's line then stands.
+// lines in parses; the whole file, the longest prefix, is known to fail
+// so. 0 when the repository's malformed YAML has had its budget of such
+// parses: yaml.v3's line then stands.
 func problemLine(f *file, msg string) int {
 	fails := func(k int) bool {
 		end := len(f.data)
@@ -65,7 +65,7 @@ func problemLine(f *file, msg string) int {
 		return m == msg
 	}
 	lines := f.lineCount()
-	if lines == 0 || len(f.data) > maxSearchFile || f.r.searched+len(f.data)*(bits.Len(uint(lines))+1) > maxSearchBytes || !fails(lines) {
+	if lines == 0 || len(f.data) > maxSearchFile || f.r.searched+len(f.data)*(bits.Len(uint(lines))+1) > maxSearchBytes {
 		return 0
 	}
 	lo, hi := 1, lines

@@ -1107,8 +1107,6 @@ func gitlabRunnerOnly(j *ciJob, name, value string) string {
 	return ""
 }
 
-// inheritedEnv reports a step's env entry that the workflow or the job set,
-// not the step.
 // envLine is the evidence that declares the env variable name for job id
 // of e's workflow, the job's own over the workflow's; e when none does (a
 // secret the step itself reads, or a GitLab job).
@@ -1128,6 +1126,8 @@ func (p *run) envLine(e discover.Evidence, id, name string) discover.Evidence {
 	return found
 }
 
+// inheritedEnv reports a step's env entry that the workflow or the job set,
+// not the step.
 func inheritedEnv(inherited map[string]string, name, v string) bool {
 	iv, ok := inherited[name]
 	return ok && iv == v

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/replay"
-	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/synth"
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
@@ -94,12 +92,8 @@ func findTrace(p string) (string, error) {
 // the run's synth.json beside the attempts.
 func synthHistory(w io.Writer, file string) {
 	runDir := filepath.Dir(file)
-	b, err := repo.ReadBounded(filepath.Join(filepath.Dir(runDir), "synth.json"), 16<<20)
-	if err != nil {
-		return
-	}
-	var s synth.Summary
-	if json.Unmarshal(b, &s) != nil || len(s.Attempts) == 0 {
+	s, err := readSummary(filepath.Join(filepath.Dir(runDir), "synth.json"))
+	if err != nil || len(s.Attempts) == 0 {
 		return
 	}
 	// An attempt is known by its directory's name: the paths synth.json
