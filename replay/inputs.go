@@ -175,8 +175,9 @@ func (r *Runner) fromCache(in Input, p *inputs) (*Result, bool, error) {
 		return nil, false, fmt.Errorf("reading verdict cache: %w", err)
 	}
 	var rec Record
-	if err := json.Unmarshal(data, &rec); err != nil || rec.Inputs["key"] != p.digests["key"] || rec.Verdict != traces.Pass {
-		// A damaged or foreign entry costs a replay, never a wrong verdict.
+	if err := json.Unmarshal(data, &rec); err != nil || rec.Inputs["key"] != p.digests["key"] || rec.Verdict != traces.Pass || rec.Schema != RecordSchema {
+		// A damaged or foreign entry, or one of an older layout, costs a
+		// replay, never a wrong verdict or a record short of a field.
 		return nil, false, nil
 	}
 	start := r.now()

@@ -14,10 +14,11 @@ import (
 
 	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/results"
+	"github.com/bootstrap-dev/bootstrap/tracked"
 )
 
-// RecordSchema is the version of record.json's layout.
-const RecordSchema = 1
+// RecordSchema is the version of record.json's layout: 2 added Files.
+const RecordSchema = 2
 
 // Record is what a replay verified; see docs/record.md. Everything outside
 // Run is a function of the inputs: two replays of the same inputs write
@@ -29,6 +30,11 @@ type Record struct {
 	Inputs         map[string]string `json:"inputs"`
 	Commit         string            `json:"commit"`
 	Worktree       bool              `json:"worktree"`
+	// Files maps each file whose edit can change the verdict without the
+	// tests' own sources saying so, the contract's evidence and every
+	// manifest and lockfile, to its "sha256:<hex>", so a drift check
+	// compares those instead of the whole tree (package drift).
+	Files map[string]string `json:"files,omitempty"`
 	BaseImage      BaseImage         `json:"base_image"`
 	Toolchains     map[string]string `json:"toolchains,omitempty"`
 	// SystemPackages maps each installed package to the version dpkg reports.
@@ -123,6 +129,17 @@ type TestOutcome struct {
 	Package string `json:"package,omitempty"`
 	Name    string `json:"name"`
 	Status  string `json:"status"`
+}
+
+// recordFiles picks the record's Files out of the tree's sums.
+func recordFiles(c *contract.Contract, sums tracked.Sums) map[string]string {
+	out := map[string]string{}
+	for name, sum := range sums {
+		if _, evidence := c.Inputs[name]; evidence || tracked.IsManifest(name) {
+			out[name] = "sha256:" + sum
+		}
+	}
+	return out
 }
 
 // tests reads the per-test baseline back as results, for a verdict reused

@@ -492,7 +492,7 @@ func (x *run) finish() (*Result, error) {
 	}
 	rec := &Record{
 		Schema: RecordSchema, Verdict: res.Verdict, ContractDigest: d["contract"], Inputs: d,
-		Commit: x.in.Snapshot.Commit, Worktree: x.in.Snapshot.Worktree,
+		Commit: x.in.Snapshot.Commit, Worktree: x.in.Snapshot.Worktree, Files: recordFiles(x.contract, x.inputs.sums),
 		BaseImage:      BaseImage{Image: x.contract.Base.Image, Digest: x.contract.Base.Digest, ID: x.image.ID},
 		SystemPackages: x.packages, Verifier: VerifierVersion, Stages: x.stages,
 		Tests: x.counts, TestResults: outcomes(x.tests, x.contract.Quarantine),

@@ -258,10 +258,13 @@ var dependencyFiles = map[string]bool{
 	"go.mod": true, "go.sum": true, "go.work": true, "go.work.sum": true,
 }
 
+// IsManifest reports a manifest or lockfile by its name.
+func IsManifest(p string) bool { return dependencyFiles[path.Base(p)] }
+
 // IsDependencyFile reports a manifest or lockfile, or a file of yarn's
 // own directory (its zero-install cache and state).
 func IsDependencyFile(p string) bool {
-	return dependencyFiles[path.Base(p)] || strings.HasPrefix(p, ".yarn/") || strings.Contains(p, "/.yarn/")
+	return IsManifest(p) || strings.HasPrefix(p, ".yarn/") || strings.Contains(p, "/.yarn/")
 }
 
 // PackageManager reports a command that runs a package manager: one of its

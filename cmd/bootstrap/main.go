@@ -132,6 +132,7 @@ invalid, for validate); 2 a crash of the Go runtime, such as out of memory;
 		newVerify(),
 		newTrace(),
 		newValidate(),
+		newCheck(),
 		newSynth(),
 		newImage(),
 		newEval(),
