@@ -34,9 +34,9 @@ type Record struct {
 	// tests' own sources saying so, the contract's evidence and every
 	// manifest and lockfile, to its "sha256:<hex>", so a drift check
 	// compares those instead of the whole tree (package drift).
-	Files map[string]string `json:"files,omitempty"`
-	BaseImage      BaseImage         `json:"base_image"`
-	Toolchains     map[string]string `json:"toolchains,omitempty"`
+	Files      map[string]string `json:"files,omitempty"`
+	BaseImage  BaseImage         `json:"base_image"`
+	Toolchains map[string]string `json:"toolchains,omitempty"`
 	// SystemPackages maps each installed package to the version dpkg reports.
 	SystemPackages map[string]string `json:"system_packages,omitempty"`
 	// ServiceImages maps each service run from its image to the image's ID.
