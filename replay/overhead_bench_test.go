@@ -58,32 +58,7 @@ func BenchmarkStageOverhead(b *testing.B) {
 			b.Fatalf("replay: %v, %+v", err, res)
 		}
 	}
-	label := map[string]string{"dev.bootstrap.bench": "stage-overhead"}
-	dockerRunOnce := func() {
-		ctx := b.Context()
-		created, err := cli.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"true"}, Labels: label},
-			&container.HostConfig{NetworkMode: replay.NetworkNone}, nil, nil, "")
-		if err != nil {
-			b.Fatal(err)
-		}
-		defer func() {
-			if err := cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true}); err != nil {
-				b.Error(err)
-			}
-		}()
-		if err := cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-			b.Fatal(err)
-		}
-		waitC, errC := cli.ContainerWait(ctx, created.ID, container.WaitConditionNotRunning)
-		select {
-		case w := <-waitC:
-			if w.StatusCode != 0 {
-				b.Fatalf("true exited %d", w.StatusCode)
-			}
-		case err := <-errC:
-			b.Fatal(err)
-		}
-	}
+	dockerRunOnce := func() { bareRun(b, cli, img) }
 	var replayTime, runTime time.Duration
 	for b.Loop() {
 		// Interleaved, so load from other users of the engine hits both alike.
@@ -98,4 +73,32 @@ func BenchmarkStageOverhead(b *testing.B) {
 	b.ReportMetric(float64(replayTime.Microseconds())/n/1000, "replay-ms/op")
 	b.ReportMetric(float64(runTime.Microseconds())/n/1000, "docker-run-ms/op")
 	b.ReportMetric(float64(replayTime)/float64(runTime), "ratio")
+}
+
+// bareRun is `docker run --rm --network none IMAGE true` through the API
+// client: create, start, wait, remove.
+func bareRun(b *testing.B, cli *client.Client, img string) {
+	ctx := b.Context()
+	created, err := cli.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"true"}, Labels: map[string]string{"dev.bootstrap.bench": "bare-run"}},
+		&container.HostConfig{NetworkMode: replay.NetworkNone}, nil, nil, "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := cli.ContainerRemove(context.WithoutCancel(ctx), created.ID, container.RemoveOptions{Force: true}); err != nil {
+			b.Error(err)
+		}
+	}()
+	if err := cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
+		b.Fatal(err)
+	}
+	waitC, errC := cli.ContainerWait(ctx, created.ID, container.WaitConditionNotRunning)
+	select {
+	case w := <-waitC:
+		if w.StatusCode != 0 {
+			b.Fatalf("true exited %d", w.StatusCode)
+		}
+	case err := <-errC:
+		b.Fatal(err)
+	}
 }

@@ -15,10 +15,13 @@ type TarOptions struct {
 	ModTime time.Time
 	// Prefix, when set, is prepended to every path ("src/" puts the tree under src).
 	Prefix string
+	// Owner is every entry's uid and gid (0: root's); an engine that
+	// extracts the archive gives the files to that account.
+	Owner int
 }
 
 // Tar writes fsys as a deterministic tar: paths sorted, one fixed mtime,
-// uid and gid 0, modes 0644 or 0755 from the executable bit, symlinks kept
+// uid and gid opts.Owner, modes 0644 or 0755 from the executable bit, symlinks kept
 // as symlinks. The same tree always gives the same bytes.
 func Tar(w io.Writer, fsys fs.FS, opts TarOptions) error {
 	type item struct {
@@ -46,7 +49,7 @@ func Tar(w io.Writer, fsys fs.FS, opts TarOptions) error {
 	}
 	tw := tar.NewWriter(w)
 	for _, it := range items {
-		hdr := &tar.Header{Name: opts.Prefix + it.name, ModTime: mtime, Format: tar.FormatPAX}
+		hdr := &tar.Header{Name: opts.Prefix + it.name, ModTime: mtime, Format: tar.FormatPAX, Uid: opts.Owner, Gid: opts.Owner}
 		switch {
 		case it.mode.IsDir():
 			hdr.Typeflag, hdr.Name, hdr.Mode = tar.TypeDir, hdr.Name+"/", 0o755

@@ -38,6 +38,11 @@ type failure struct{ msg string }
 
 func (f *failure) Error() string { return f.msg }
 
+// exitStatus is a command's own exit code, which exec passes on.
+type exitStatus struct{ code int }
+
+func (e *exitStatus) Error() string { return fmt.Sprintf("the command exited %d", e.code) }
+
 type usageError struct{ err error }
 
 func (u *usageError) Error() string { return u.err.Error() }
@@ -66,7 +71,10 @@ func run(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	}
 	var f *failure
 	var u *usageError
+	var st *exitStatus
 	switch {
+	case errors.As(err, &st):
+		return st.code
 	case errors.As(err, &f):
 		if f.msg != "" {
 			fmt.Fprintln(stderr, "bootstrap:", shown(f.msg))
@@ -133,6 +141,7 @@ invalid, for validate); 2 a crash of the Go runtime, such as out of memory;
 		newTrace(),
 		newValidate(),
 		newCheck(),
+		newExec(),
 		newSynth(),
 		newImage(),
 		newEval(),

@@ -1,0 +1,338 @@
+package replay
+
+import (
+	"archive/tar"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/repo"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+// ExecFile is the trace an Exec leaves in Input.OutDir: how its environment
+// was found or built and the command it ran, with the network setting.
+const ExecFile = "exec.jsonl"
+
+// RoleEnvironment labels the image and volumes of an environment Exec keeps
+// for the next Exec.
+const RoleEnvironment = "environment"
+
+// ExecInput is one command to run in the environment a contract verifies.
+type ExecInput struct {
+	Contract *contract.Contract
+	// Snapshot is the tree the command sees, usually the working tree.
+	Snapshot *repo.Snapshot
+	// Stage names the stage whose environment the command gets (its env,
+	// secrets and network policy), with every stage before it run; empty
+	// means the strongest.
+	Stage string
+	// Network turns the network on for the command (recorded in the trace)
+	// where the stage would have it off.
+	Network bool
+	// Cwd is the directory, relative to the repository root, to run in.
+	Cwd            string
+	Cmd            []string
+	Stdout, Stderr io.Writer
+	OutDir         string
+}
+
+// ExecOutcome is how an Exec ended: the command's exit code, and whether its
+// environment was built by this call (the first Exec of a contract and its
+// dependency files) or reused.
+type ExecOutcome struct {
+	ExitCode int
+	Built    bool
+}
+
+// environment is what an Exec keeps between calls, in the cache directory.
+type environment struct {
+	Image  string   `json:"image"`
+	Work   string   `json:"work"`
+	Home   string   `json:"home"`
+	Cache  string   `json:"cache"`
+	CA     string   `json:"ca,omitempty"`
+	Shell  []string `json:"shell"`
+	Volume []string `json:"volumes"`
+}
+
+// Exec runs in.Cmd in the environment in.Contract verifies: the run image
+// (base, user, system packages), the toolchains, the dependency cache and
+// the work tree as the stages before in.Stage left it, built once and kept
+// under a key of everything that decides it (the setup, those stages'
+// commands, every manifest and lockfile), then reused by every Exec with the
+// same key. Each call copies in.Snapshot over the kept work tree first
+// (files gone from it are removed; what the stages added, such as
+// node_modules, stays), so the command sees the current tree. The command's
+// own writes stay in the kept tree, not in the caller's.
+func (r *Runner) Exec(ctx context.Context, in ExecInput) (*ExecOutcome, error) {
+	if in.Contract == nil || in.Snapshot == nil || in.OutDir == "" || len(in.Cmd) == 0 {
+		return nil, errors.New("exec needs a contract, a snapshot, an output directory and a command")
+	}
+	if err := contract.Validate(in.Contract); err != nil {
+		return nil, fmt.Errorf("invalid contract: %w", err)
+	}
+	if r.engine == nil {
+		return nil, errors.New("exec needs an engine (WithEngine)")
+	}
+	if r.cacheDir == "" {
+		return nil, errors.New("exec needs a cache directory (WithCacheDir) to keep its environment in")
+	}
+	target := in.Contract.Strongest()
+	if in.Stage != "" {
+		target = slices.IndexFunc(in.Contract.Stages, func(s contract.Stage) bool { return s.Name == in.Stage })
+		if target < 0 {
+			return nil, fmt.Errorf("the contract has no stage %q", in.Stage)
+		}
+	}
+	if in.Cwd != "" && (!fs.ValidPath(in.Cwd) || in.Cwd == ".") {
+		return nil, fmt.Errorf("directory %q: want a clean path relative to the repository root", in.Cwd)
+	}
+	p, err := r.prepareInputs(Input{Contract: in.Contract, Snapshot: in.Snapshot, OutDir: in.OutDir})
+	if err != nil {
+		return nil, err
+	}
+	x := &run{Runner: r, in: Input{Contract: in.Contract, Snapshot: in.Snapshot, OutDir: in.OutDir}, inputs: p, id: newRunID(), contract: in.Contract.Clone(), start: r.now(), durations: map[string]int64{}}
+	if x.tw, err = traces.Create(filepath.Join(in.OutDir, ExecFile), r.now); err != nil {
+		return nil, err
+	}
+	defer x.tw.Close()
+	x.reapLeftovers(ctx)
+	x.secretSetup()
+	if err := x.resolveImage(ctx); err != nil {
+		return nil, err
+	}
+	if err := x.fetchToolchains(ctx); err != nil {
+		return nil, err
+	}
+	x.cacheVol = "bootstrap-cache-" + x.homeKey()
+	key := x.envKey(target)
+	out := &ExecOutcome{}
+	env, err := x.findEnvironment(ctx, key)
+	if err != nil {
+		return nil, err
+	}
+	if env == nil {
+		if env, err = x.buildEnvironment(ctx, key, target); err != nil {
+			return nil, err
+		}
+		out.Built = true
+	}
+	x.runImage, x.shell, x.work, x.homeVol, x.cacheVol, x.ca = env.Image, env.Shell, env.Work, env.Home, env.Cache, env.CA
+	x.mounts = x.stageMounts()
+	code, err := x.execIn(ctx, in, target)
+	if err != nil {
+		return nil, err
+	}
+	out.ExitCode = code
+	return out, nil
+}
+
+// envKey digests everything the kept environment depends on: the setup, the
+// commands of the stages run to build it, and every manifest and lockfile,
+// whose edit makes those stages fetch something else.
+func (x *run) envKey(target int) string {
+	parts := []string{x.setupKey()}
+	for _, s := range x.contract.Stages[:target] {
+		parts = append(parts, fmt.Sprintf("stage %s network=%v", s.Name, s.Network))
+		for _, st := range s.Steps {
+			parts = append(parts, st.Cwd+"\x00"+st.Run)
+		}
+	}
+	for k, v := range x.contract.Env {
+		parts = append(parts, "env "+k+"="+v)
+	}
+	files := recordFiles(x.contract, x.inputs.sums)
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		parts = append(parts, name+"="+files[name])
+	}
+	return shortHash(strings.Join(parts, "\n"))
+}
+
+func (x *run) envPath(key string) string { return filepath.Join(x.cacheDir, "envs", key+".json") }
+
+// findEnvironment returns the kept environment of key when its image is
+// still there, nil when it has to be built.
+func (x *run) findEnvironment(ctx context.Context, key string) (*environment, error) {
+	b, err := repo.ReadBounded(x.envPath(key), 1<<20)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading environment %s: %w", key, err)
+	}
+	var env environment
+	if json.Unmarshal(b, &env) != nil || env.Image == "" || env.Work == "" {
+		return nil, nil // damaged: built again
+	}
+	if _, err := x.engine.InspectImage(ctx, env.Image); err != nil {
+		return nil, nil // pruned: built again
+	}
+	for _, v := range env.Volume {
+		if created, err := x.engine.EnsureVolume(ctx, v, map[string]string{LabelRole: RoleEnvironment}); err != nil {
+			return nil, fmt.Errorf("environment %s: %w", key, err)
+		} else if created && v != env.Cache {
+			// Its work tree or HOME was removed: what the stages left is gone.
+			return nil, nil
+		}
+	}
+	_ = x.emit(traces.Event{Type: traces.StageEnd, Stage: prepareStage, Verdict: traces.Pass, Message: "environment " + key + " reused"})
+	return &env, nil
+}
+
+// buildEnvironment prepares the run image and runs the stages before target
+// in it, then keeps the image and volumes under key; a failure removes them.
+func (x *run) buildEnvironment(ctx context.Context, key string, target int) (env *environment, err error) {
+	x.id = "env-" + key
+	if err := x.writeLease(); err != nil {
+		return nil, err
+	}
+	kept := false
+	defer func() {
+		if !kept {
+			x.cleanup(ctx)
+			return
+		}
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		for _, c := range x.containers {
+			_ = c.Remove(cctx)
+		}
+		x.containers = nil
+		x.dropLease()
+	}()
+	_ = x.emit(traces.Event{Type: traces.ReplayStart, Commit: x.in.Snapshot.Commit, Inputs: x.inputs.digests, Message: "building environment " + key})
+	ok, err := x.prepare(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, fmt.Errorf("building the environment: its setup failed (trace: %s)", x.tw.Path())
+	}
+	for i := range target {
+		s := x.contract.Stages[i]
+		ok, err := x.stage(ctx, i, x.env(s.Network))
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("building the environment: stage %s failed (trace: %s)", s.Name, x.tw.Path())
+		}
+	}
+	env = &environment{Image: x.runImage, Work: x.work, Home: x.homeVol, Cache: x.cacheVol, CA: x.ca, Shell: x.shell, Volume: slices.Clone(x.volumes)}
+	b, err := json.Marshal(env)
+	if err != nil {
+		return nil, err
+	}
+	if err := contract.WriteFileAtomic(x.envPath(key), b); err != nil {
+		return nil, fmt.Errorf("keeping environment %s: %w", key, err)
+	}
+	kept = true
+	return env, nil
+}
+
+// The kept tree's list of the files the last copy brought, inside the
+// contract's directory, which no copy brings or removes; the first copy's
+// is the one prepare wrote.
+const (
+	listDir  = contract.Dir
+	lastList = listDir + "/exec-tracked"
+	nextList = listDir + "/exec-tracked.next"
+)
+
+// syncScript, run as the contract's user in the kept tree, removes the
+// files that were in the last copy and are not in this one, then makes this
+// copy's list the last.
+const syncScript = `last=` + lastList + `
+[ -f "$last" ] || last=` + trackedList + `
+LC_ALL=C sort -z "$last" >` + nextList + `.old
+LC_ALL=C sort -z ` + nextList + ` >` + nextList + `.new
+LC_ALL=C comm -z -23 ` + nextList + `.old ` + nextList + `.new | xargs -0 -r rm -f --
+mv ` + nextList + ` ` + lastList + `
+rm -f ` + nextList + `.old ` + nextList + `.new`
+
+// listTar packs the copy's list of files for the kept tree, owned by owner.
+func listTar(names []byte, owner int) io.Reader {
+	var b bytes.Buffer
+	tw := tar.NewWriter(&b)
+	_ = tw.WriteHeader(&tar.Header{Name: listDir + "/", Mode: 0o755, Typeflag: tar.TypeDir, Uid: owner, Gid: owner, ModTime: time.Unix(0, 0)})
+	_ = tw.WriteHeader(&tar.Header{Name: nextList, Mode: 0o644, Size: int64(len(names)), Typeflag: tar.TypeReg, Uid: owner, Gid: owner, ModTime: time.Unix(0, 0)})
+	_, _ = tw.Write(names)
+	_ = tw.Close()
+	return &b
+}
+
+// execIn starts a container of the environment, brings the tree up to
+// date and runs the command in it.
+func (x *run) execIn(ctx context.Context, in ExecInput, target int) (int, error) {
+	s := x.contract.Stages[target]
+	network := NetworkNone
+	if s.Network || in.Network {
+		network = NetworkHost
+	}
+	lbl := map[string]string{LabelRun: x.id, LabelRole: "exec"}
+	c, err := x.engine.Start(ctx, ContainerSpec{Image: x.runImage, Network: network, Mounts: x.mounts, Labels: lbl, MemoryBytes: x.memory, PidsLimit: x.pids})
+	if err != nil {
+		return 0, fmt.Errorf("starting the environment: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		_ = c.Remove(cctx)
+	}()
+	owner := 0
+	if x.contract.User != "root" {
+		owner = 1000 // the account prepare creates
+	}
+	src := hideDir{FS: x.in.Snapshot.FS, dir: contract.Dir}
+	if err := copyTar(ctx, c, workDir, src, repo.TarOptions{ModTime: x.in.Snapshot.CommitTime, Prefix: "src/", Owner: owner}); err != nil {
+		return 0, fmt.Errorf("copying the tree in: %w", err)
+	}
+	if err := c.CopyIn(ctx, srcDir, listTar(x.inputs.sums.List(), owner)); err != nil {
+		return 0, fmt.Errorf("copying the tracked files' names in: %w", err)
+	}
+	var syncOut bytes.Buffer
+	res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"sh", "-e", "-c", syncScript}, User: x.contract.User, Env: []string{"PATH=" + stdPath}, WorkDir: srcDir, Stdout: &syncOut, Stderr: &syncOut})
+	if err != nil {
+		return 0, fmt.Errorf("bringing the kept tree up to date: %w", err)
+	}
+	if res.ExitCode != 0 {
+		return 0, fmt.Errorf("bringing the kept tree up to date: exit %d: %s", res.ExitCode, strings.TrimSpace(syncOut.String()))
+	}
+	cwd := srcDir
+	if in.Cwd != "" {
+		cwd = path.Join(srcDir, in.Cwd)
+	}
+	what := strings.Join(in.Cmd, " ")
+	msg := "network " + map[bool]string{true: "on", false: "off"}[network == NetworkHost]
+	if in.Network && !s.Network {
+		msg += " (asked for; stage " + s.Name + " has it off)"
+	}
+	on := network == NetworkHost
+	_ = x.emit(traces.Event{Type: traces.StepStart, Stage: s.Name, Network: &on, Step: "exec", Command: what, Cwd: in.Cwd, Message: msg})
+	start := x.now()
+	res, err = c.Exec(ctx, ExecSpec{Cmd: in.Cmd, Env: x.env(on), Secrets: x.stageSecrets(s), User: x.contract.User, WorkDir: cwd, Stdout: orDiscard(in.Stdout), Stderr: orDiscard(in.Stderr)})
+	if err != nil {
+		return 0, fmt.Errorf("running %s: %w", what, err)
+	}
+	_ = x.emit(traces.Event{Type: traces.StepEnd, Stage: s.Name, Step: "exec", ExitCode: &res.ExitCode, DurationMS: x.now().Sub(start).Milliseconds(), Verdict: verdict(res.ExitCode == 0)})
+	return res.ExitCode, nil
+}
+
+func orDiscard(w io.Writer) io.Writer {
+	if w == nil {
+		return io.Discard
+	}
+	return w
+}

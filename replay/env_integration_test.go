@@ -1,0 +1,216 @@
+package replay_test
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/docker/docker/api/types/filters"
+	"github.com/docker/docker/api/types/volume"
+	"github.com/docker/docker/client"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/replay/docker"
+	"github.com/bootstrap-dev/bootstrap/repo"
+)
+
+// execContract fetches into the tree (as npm ci fills node_modules) and
+// verifies with the network off.
+func execContract(fetch string) *contract.Contract {
+	c := testContract("true")
+	c.Base.Image = scratchBase
+	c.Stages[0].Steps = []contract.Step{step(fetch)}
+	return c
+}
+
+// execer runs Exec against the real engine on the working tree at dir and
+// removes every environment it kept when the test ends.
+type execer struct {
+	t     *testing.T
+	e     *docker.Engine
+	r     *replay.Runner
+	dir   string
+	cache string
+}
+
+func newExecer(t *testing.T) *execer {
+	t.Helper()
+	x := &execer{t: t, e: realEngine(t), dir: t.TempDir(), cache: t.TempDir()}
+	x.r = replay.New(replay.WithEngine(x.e), replay.WithCacheDir(x.cache))
+	t.Cleanup(func() { removeEnvironments(t, x.e, x.cache) })
+	return x
+}
+
+func (x *execer) write(name, body string) {
+	x.t.Helper()
+	p := filepath.Join(x.dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		x.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		x.t.Fatal(err)
+	}
+}
+
+func (x *execer) exec(c *contract.Contract, network bool, cmd ...string) (*replay.ExecOutcome, string, error) {
+	x.t.Helper()
+	snap, err := repo.Open(context.Background(), x.dir, "")
+	if err != nil {
+		x.t.Fatal(err)
+	}
+	var out bytes.Buffer
+	res, err := x.r.Exec(context.Background(), replay.ExecInput{Contract: c, Snapshot: snap, Network: network, Cmd: cmd, Stdout: &out, Stderr: &out, OutDir: x.t.TempDir()})
+	return res, out.String(), err
+}
+
+// removeEnvironments removes the images and volumes the environments kept
+// in cache name, and fails the test if a container of theirs is left.
+func removeEnvironments(t testing.TB, e *docker.Engine, cache string) {
+	ctx := context.Background()
+	files, _ := filepath.Glob(filepath.Join(cache, "envs", "*.json"))
+	for _, f := range files {
+		key := strings.TrimSuffix(filepath.Base(f), ".json")
+		if ids, _ := e.List(ctx, map[string]string{replay.LabelRun: "env-" + key}); len(ids) > 0 {
+			t.Errorf("environment %s left containers %v", key, ids)
+			for _, id := range ids {
+				_ = e.RemoveContainer(ctx, id)
+			}
+		}
+		_ = e.RemoveImage(ctx, "bootstrap-run:env-"+key)
+		for _, v := range []string{"work", "home", "ca"} {
+			_ = e.RemoveVolume(ctx, "bootstrap-"+v+"-env-"+key)
+		}
+	}
+}
+
+func TestRealExec(t *testing.T) {
+	x := newExecer(t)
+	x.write("README", "hello\n")
+	x.write("gone.txt", "soon deleted\n")
+	c := execContract("mkdir -p deps && echo fetched >deps/dep.txt")
+
+	res, out, err := x.exec(c, false, "sh", "-c", `cat deps/dep.txt README; id -u; ls /sys/class/net`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Built || res.ExitCode != 0 || out != "fetched\nhello\n1000\nlo\n" {
+		t.Fatalf("first exec: %+v, output %q; want the environment built, the fetch's output beside the tree, uid 1000, loopback only", res, out)
+	}
+
+	// The next exec reuses the environment and sees the tree as it is now.
+	x.write("README", "edited\n")
+	if err := os.Remove(filepath.Join(x.dir, "gone.txt")); err != nil {
+		t.Fatal(err)
+	}
+	res, out, err = x.exec(c, false, "sh", "-c", `cat deps/dep.txt README; test ! -e gone.txt && echo gone; exit 3`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Built || res.ExitCode != 3 || out != "fetched\nedited\ngone\n" {
+		t.Fatalf("second exec: %+v, output %q; want it reused, exit 3, the edit seen and the deleted file gone", res, out)
+	}
+
+	// The network is on only when asked.
+	res, out, err = x.exec(c, true, "sh", "-c", `ls /sys/class/net | grep -vx lo | head -1`)
+	if err != nil || res.Built || strings.TrimSpace(out) == "" {
+		t.Fatalf("exec with the network: %+v, %q, %v; want an interface beside loopback", res, out, err)
+	}
+
+	// A manifest is an input of the fetch: a new one builds a new environment.
+	x.write("package.json", "{}\n")
+	res, _, err = x.exec(c, false, "true")
+	if err != nil || !res.Built {
+		t.Fatalf("after a manifest appeared: %+v, %v; want a new environment", res, err)
+	}
+}
+
+func TestRealExecFailedFetchLeavesNothing(t *testing.T) {
+	x := newExecer(t)
+	started := time.Now().UTC().Add(-time.Second).Format(time.RFC3339)
+	x.write("README", "hello\n")
+	if _, _, err := x.exec(execContract("exit 5"), false, "true"); err == nil || !strings.Contains(err.Error(), "stage fetch failed") {
+		t.Fatalf("got %v, want the fetch stage's failure", err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(x.cache, "envs", "*.json")); len(files) != 0 {
+		t.Fatalf("a failed environment was kept: %v", files)
+	}
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	vols, err := cli.VolumeList(context.Background(), volume.ListOptions{Filters: filters.NewArgs(filters.Arg("label", replay.LabelRole+"=replay"))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range vols.Volumes {
+		if strings.Contains(v.Name, "-env-") && v.CreatedAt > started {
+			t.Errorf("volume %s left behind", v.Name)
+		}
+	}
+}
+
+// BenchmarkExecAgain is the cost of an exec in a kept environment against
+// a bare `docker run --rm --network none IMAGE true` (issue: at most 1 s
+// more); both run `true`.
+func BenchmarkExecAgain(b *testing.B) {
+	e, err := docker.New()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(b.Context(), 5*time.Second)
+		err = e.Ping(ctx)
+		cancel()
+	}
+	if err != nil {
+		if os.Getenv("BOOTSTRAP_REQUIRE_DOCKER") == "1" {
+			b.Fatalf("docker engine required: %v", err)
+		}
+		b.Skipf("no docker engine: %v", err)
+	}
+	b.Cleanup(func() { _ = e.Close() })
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cli.Close() })
+	cache, dir := b.TempDir(), b.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hello\n"), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	r := replay.New(replay.WithEngine(e), replay.WithCacheDir(cache))
+	c := execContract("true")
+	execOnce := func() bool {
+		snap, err := repo.Open(b.Context(), dir, "")
+		if err != nil {
+			b.Fatal(err)
+		}
+		res, err := r.Exec(b.Context(), replay.ExecInput{Contract: c, Snapshot: snap, Cmd: []string{"true"}, OutDir: b.TempDir()})
+		if err != nil || res.ExitCode != 0 {
+			b.Fatalf("exec: %v %+v", err, res)
+		}
+		return res.Built
+	}
+	if !execOnce() {
+		b.Fatal("the first exec did not build its environment")
+	}
+	b.Cleanup(func() { removeEnvironments(b, e, cache) })
+	var execTime, runTime time.Duration
+	for b.Loop() {
+		t0 := time.Now()
+		if execOnce() {
+			b.Fatal("an exec built its environment again")
+		}
+		t1 := time.Now()
+		bareRun(b, cli, scratchBase)
+		execTime += t1.Sub(t0)
+		runTime += time.Since(t1)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(execTime.Microseconds())/n/1000, "exec-ms/op")
+	b.ReportMetric(float64(runTime.Microseconds())/n/1000, "docker-run-ms/op")
+	b.ReportMetric(float64((execTime-runTime).Microseconds())/n/1000, "extra-ms/op")
+}
