@@ -148,6 +148,11 @@ type ExecSpec struct {
 	WorkDir string
 	Stdout  io.Writer
 	Stderr  io.Writer
+	// Stdin, when set, is the command's standard input, after the secrets.
+	Stdin io.Reader
+	// TTY gives the command a terminal; its output then comes on Stdout
+	// alone.
+	TTY bool
 }
 
 // ExecResult is how a command ended.

@@ -10,6 +10,7 @@ import (
 	"io"
 	"io/fs"
 	"maps"
+	"os"
 	"path"
 	"path/filepath"
 	"slices"
@@ -45,7 +46,11 @@ type ExecInput struct {
 	Cwd            string
 	Cmd            []string
 	Stdout, Stderr io.Writer
-	OutDir         string
+	// Stdin is the command's input; TTY gives it a terminal (an
+	// interactive shell), which takes no secrets: they would be echoed.
+	Stdin  io.Reader
+	TTY    bool
+	OutDir string
 }
 
 // ExecOutcome is how an Exec ended: the command's exit code, and whether its
@@ -322,7 +327,11 @@ func (x *run) execIn(ctx context.Context, in ExecInput, target int) (int, error)
 	on := network == NetworkHost
 	_ = x.emit(traces.Event{Type: traces.StepStart, Stage: s.Name, Network: &on, Step: "exec", Command: what, Cwd: in.Cwd, Message: msg})
 	start := x.now()
-	res, err = c.Exec(ctx, ExecSpec{Cmd: in.Cmd, Env: x.env(on), Secrets: x.stageSecrets(s), User: x.contract.User, WorkDir: cwd, Stdout: orDiscard(in.Stdout), Stderr: orDiscard(in.Stderr)})
+	secrets := x.stageSecrets(s)
+	if in.TTY && len(secrets) > 0 {
+		return 0, errors.New("a terminal takes no secrets: it would echo them")
+	}
+	res, err = c.Exec(ctx, ExecSpec{Cmd: in.Cmd, Env: x.env(on), Secrets: secrets, User: x.contract.User, WorkDir: cwd, Stdout: orDiscard(in.Stdout), Stderr: orDiscard(in.Stderr), Stdin: in.Stdin, TTY: in.TTY})
 	if err != nil {
 		return 0, fmt.Errorf("running %s: %w", what, err)
 	}
@@ -335,4 +344,47 @@ func orDiscard(w io.Writer) io.Writer {
 		return io.Discard
 	}
 	return w
+}
+
+// DropEnvironments removes every environment Exec kept in the cache
+// directory: images, work trees and HOME volumes (the keyed dependency
+// caches stay, as replays share them).
+func (r *Runner) DropEnvironments(ctx context.Context) error {
+	if r.engine == nil || r.cacheDir == "" {
+		return errors.New("dropping environments needs an engine and a cache directory")
+	}
+	files, err := filepath.Glob(filepath.Join(r.cacheDir, "envs", "*.json"))
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, f := range files {
+		b, err := repo.ReadBounded(f, 1<<20)
+		var env environment
+		if err == nil {
+			err = json.Unmarshal(b, &env)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("environment %s: %w", f, err))
+			continue
+		}
+		var these []error
+		if ids, err := r.engine.List(ctx, map[string]string{LabelRun: "env-" + strings.TrimSuffix(filepath.Base(f), ".json")}); err == nil {
+			for _, id := range ids {
+				these = append(these, r.engine.RemoveContainer(ctx, id))
+			}
+		}
+		these = append(these, r.engine.RemoveImage(ctx, env.Image))
+		for _, v := range env.Volume {
+			if v != env.Cache {
+				these = append(these, r.engine.RemoveVolume(ctx, v))
+			}
+		}
+		if err := errors.Join(these...); err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, os.Remove(f))
+	}
+	return errors.Join(errs...)
 }

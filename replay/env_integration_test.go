@@ -3,6 +3,7 @@ package replay_test
 import (
 	"bytes"
 	"context"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -68,23 +69,14 @@ func (x *execer) exec(c *contract.Contract, network bool, cmd ...string) (*repla
 	return res, out.String(), err
 }
 
-// removeEnvironments removes the images and volumes the environments kept
-// in cache name, and fails the test if a container of theirs is left.
+// removeEnvironments removes the environments kept in cache and fails the
+// test if one cannot be removed.
 func removeEnvironments(t testing.TB, e *docker.Engine, cache string) {
-	ctx := context.Background()
-	files, _ := filepath.Glob(filepath.Join(cache, "envs", "*.json"))
-	for _, f := range files {
-		key := strings.TrimSuffix(filepath.Base(f), ".json")
-		if ids, _ := e.List(ctx, map[string]string{replay.LabelRun: "env-" + key}); len(ids) > 0 {
-			t.Errorf("environment %s left containers %v", key, ids)
-			for _, id := range ids {
-				_ = e.RemoveContainer(ctx, id)
-			}
-		}
-		_ = e.RemoveImage(ctx, "bootstrap-run:env-"+key)
-		for _, v := range []string{"work", "home", "ca"} {
-			_ = e.RemoveVolume(ctx, "bootstrap-"+v+"-env-"+key)
-		}
+	if err := replay.New(replay.WithEngine(e), replay.WithCacheDir(cache)).DropEnvironments(context.Background()); err != nil {
+		t.Error(err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(cache, "envs", "*.json")); len(files) > 0 {
+		t.Errorf("environments left: %v", files)
 	}
 }
 
@@ -213,4 +205,36 @@ func BenchmarkExecAgain(b *testing.B) {
 	b.ReportMetric(float64(execTime.Microseconds())/n/1000, "exec-ms/op")
 	b.ReportMetric(float64(runTime.Microseconds())/n/1000, "docker-run-ms/op")
 	b.ReportMetric(float64((execTime-runTime).Microseconds())/n/1000, "extra-ms/op")
+}
+
+func TestRealExecInput(t *testing.T) {
+	x := newExecer(t)
+	x.write("README", "hello\n")
+	c := execContract("true")
+	run := func(tty bool, input string) (*replay.ExecOutcome, string) {
+		t.Helper()
+		snap, err := repo.Open(context.Background(), x.dir, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		// A terminal's input stays open until the shell ends, as a person's
+		// does: closing it hangs the terminal up.
+		pr, pw := io.Pipe()
+		go func() { _, _ = io.WriteString(pw, input) }()
+		defer pw.Close()
+		res, err := x.r.Exec(context.Background(), replay.ExecInput{Contract: c, Snapshot: snap, Cmd: []string{"sh"}, Stdin: pr, TTY: tty, Stdout: &out, Stderr: &out, OutDir: t.TempDir()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res, out.String()
+	}
+	// Commands piped to a shell, as `bootstrap shell` takes them without a terminal.
+	if res, out := run(false, "cat README\nexit 4\n"); res.ExitCode != 4 || out != "hello\n" {
+		t.Fatalf("piped: exit %d, output %q; want 4 and the file", res.ExitCode, out)
+	}
+	// With a terminal the shell's stdin is one.
+	if res, out := run(true, "tty; exit 5\n"); res.ExitCode != 5 || !strings.Contains(out, "/dev/pts/") {
+		t.Fatalf("terminal: exit %d, output %q; want 5 and a pts", res.ExitCode, out)
+	}
 }

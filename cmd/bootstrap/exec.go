@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -11,10 +12,63 @@ import (
 	"github.com/bootstrap-dev/bootstrap/repo"
 )
 
+// execFlags are shared by exec and shell.
+type execFlags struct {
+	replayFlags
+	stage, dir, cwd string
+	network         bool
+}
+
+func (f *execFlags) register(cmd *cobra.Command) {
+	cmd.Flags().StringVarP(&f.dir, "repo", "C", ".", "the repository whose contract to use")
+	cmd.Flags().StringVar(&f.stage, "stage", "", "run as a step of this stage would, after the stages before it (default: the strongest)")
+	cmd.Flags().BoolVar(&f.network, "network", false, "turn the network on (recorded in the trace)")
+	cmd.Flags().StringVar(&f.cwd, "cwd", "", "directory to run in, relative to the repository root")
+	cmd.Flags().StringVar(&f.caBundle, "ca-bundle", "", "trust this CA bundle for TLS where the network is on (default: $SSL_CERT_FILE)")
+	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "pass the secret NAME the contract declares, as verify does (repeatable)")
+	cmd.PreRunE = func(*cobra.Command, []string) error { _, err := f.grants(); return err }
+}
+
+// exec runs argv in the contract's environment; a non-zero exit becomes
+// the process's own.
+func (f *execFlags) exec(cmd *cobra.Command, argv []string, stdin io.Reader, tty bool) error {
+	bdir, err := contract.OutDir(f.dir)
+	if err != nil {
+		return err
+	}
+	c, err := contract.Load(filepath.Join(bdir, contract.File))
+	if err != nil {
+		return err
+	}
+	if err := contract.WriteIgnore(bdir); err != nil {
+		return err
+	}
+	snap, err := repo.Open(cmd.Context(), f.dir, "")
+	if err != nil {
+		return err
+	}
+	e, err := newEngine(cmd.Context())
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	r, err := newRunner(cmd, &f.replayFlags, e)
+	if err != nil {
+		return err
+	}
+	out, err := r.Exec(cmd.Context(), replay.ExecInput{Contract: c, Snapshot: snap, Stage: f.stage, Network: f.network, Cwd: f.cwd,
+		Cmd: argv, Stdin: stdin, TTY: tty, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(), OutDir: bdir})
+	if err != nil {
+		return err
+	}
+	if out.ExitCode != 0 {
+		return &exitStatus{out.ExitCode}
+	}
+	return nil
+}
+
 func newExec() *cobra.Command {
-	var f replayFlags
-	var stage, dir, cwd string
-	var network bool
+	var f execFlags
 	cmd := &cobra.Command{
 		Use:   "exec [flags] -- COMMAND [ARG...]",
 		Short: "Run a command in the environment the contract verifies",
@@ -38,48 +92,8 @@ through, and exec exits with its exit code.`,
 			}
 			return nil
 		},
-		RunE: func(cmd *cobra.Command, args []string) error {
-			bdir, err := contract.OutDir(dir)
-			if err != nil {
-				return err
-			}
-			c, err := contract.Load(filepath.Join(bdir, contract.File))
-			if err != nil {
-				return err
-			}
-			if err := contract.WriteIgnore(bdir); err != nil {
-				return err
-			}
-			snap, err := repo.Open(cmd.Context(), dir, "")
-			if err != nil {
-				return err
-			}
-			e, err := newEngine(cmd.Context())
-			if err != nil {
-				return err
-			}
-			defer e.Close()
-			r, err := newRunner(cmd, &f, e)
-			if err != nil {
-				return err
-			}
-			out, err := r.Exec(cmd.Context(), replay.ExecInput{Contract: c, Snapshot: snap, Stage: stage, Network: network, Cwd: cwd,
-				Cmd: args, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(), OutDir: bdir})
-			if err != nil {
-				return err
-			}
-			if out.ExitCode != 0 {
-				return &exitStatus{out.ExitCode}
-			}
-			return nil
-		},
+		RunE: func(cmd *cobra.Command, args []string) error { return f.exec(cmd, args, nil, false) },
 	}
-	cmd.Flags().StringVarP(&dir, "repo", "C", ".", "the repository whose contract to use")
-	cmd.Flags().StringVar(&stage, "stage", "", "run as a step of this stage would, after the stages before it (default: the strongest)")
-	cmd.Flags().BoolVar(&network, "network", false, "turn the network on for the command (recorded in the trace)")
-	cmd.Flags().StringVar(&cwd, "cwd", "", "directory to run in, relative to the repository root")
-	cmd.Flags().StringVar(&f.caBundle, "ca-bundle", "", "trust this CA bundle for TLS where the network is on (default: $SSL_CERT_FILE)")
-	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "pass the secret NAME the contract declares, as verify does (repeatable)")
-	cmd.PreRunE = func(*cobra.Command, []string) error { _, err := f.grants(); return err }
+	f.register(cmd)
 	return cmd
 }

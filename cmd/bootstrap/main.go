@@ -142,9 +142,11 @@ invalid, for validate); 2 a crash of the Go runtime, such as out of memory;
 		newValidate(),
 		newCheck(),
 		newExec(),
+		newShell(),
 		newSynth(),
 		newImage(),
 		newEval(),
+		newExport(),
 	)
 	return root
 }

@@ -51,7 +51,13 @@ func TestScripts(t *testing.T) {
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
 			// Every script gets its own verdict, toolchain and run cache.
-			env.Setenv("BOOTSTRAP_CACHE_DIR", filepath.Join(env.WorkDir, ".cache", "bootstrap"))
+			cache := filepath.Join(env.WorkDir, ".cache", "bootstrap")
+			env.Setenv("BOOTSTRAP_CACHE_DIR", cache)
+			env.Defer(func() {
+				if err := dropEnvironments(cache); err != nil {
+					env.T().Fatal(err)
+				}
+			})
 			// The replay trusts the host's TLS bundle and reaches the engine and
 			// the module proxy the way the host does; testscript clears the rest.
 			for _, k := range []string{"SSL_CERT_FILE", "DOCKER_HOST", "DOCKER_API_VERSION", "DOCKER_CERT_PATH", "DOCKER_TLS_VERIFY"} {
@@ -218,4 +224,18 @@ func cmdDiscoverKinds(ts *testscript.TestScript, neg bool, args []string) {
 			ts.Fatalf("%s: no evidence of kind %q (have %v)", args[0], k, have)
 		}
 	}
+}
+
+// dropEnvironments removes the environments exec kept in a script's cache,
+// whichever way the script ended.
+func dropEnvironments(cache string) error {
+	if files, _ := filepath.Glob(filepath.Join(cache, "envs", "*.json")); len(files) == 0 {
+		return nil
+	}
+	e, err := docker.New()
+	if err != nil {
+		return err
+	}
+	defer e.Close()
+	return replay.New(replay.WithEngine(e), replay.WithCacheDir(cache)).DropEnvironments(context.Background())
 }

@@ -334,14 +334,15 @@ func (c *Container) Exec(ctx context.Context, spec replay.ExecSpec) (replay.Exec
 		User:         spec.User,
 		WorkingDir:   spec.WorkDir,
 		Cmd:          cmd,
-		AttachStdin:  len(spec.Secrets) > 0,
+		AttachStdin:  len(spec.Secrets) > 0 || spec.Stdin != nil,
 		AttachStdout: true,
 		AttachStderr: true,
+		Tty:          spec.TTY,
 	})
 	if err != nil {
 		return replay.ExecResult{}, c.ctxErr(ctx, fmt.Errorf("creating exec %q in container %s: %w", spec.Cmd[0], short(c.id), err))
 	}
-	att, err := cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{})
+	att, err := cli.ContainerExecAttach(ctx, created.ID, container.ExecAttachOptions{Tty: spec.TTY})
 	if err != nil {
 		return replay.ExecResult{}, c.ctxErr(ctx, fmt.Errorf("starting exec %q in container %s: %w", spec.Cmd[0], short(c.id), err))
 	}
@@ -349,16 +350,29 @@ func (c *Container) Exec(ctx context.Context, spec replay.ExecSpec) (replay.Exec
 	if len(spec.Secrets) > 0 {
 		// Read by secretsScript, before the command starts.
 		_, err := io.WriteString(att.Conn, strings.Join(spec.Secrets, "\n")+"\n\n")
-		if err == nil {
+		if err == nil && spec.Stdin == nil {
 			err = att.CloseWrite()
 		}
 		if err != nil {
 			return replay.ExecResult{}, c.ctxErr(ctx, fmt.Errorf("passing secrets to %q in container %s: %w", spec.Cmd[0], short(c.id), err))
 		}
 	}
+	if spec.Stdin != nil {
+		// Ends with the input, or with the exec (att.Close below).
+		go func() {
+			if _, err := io.Copy(att.Conn, spec.Stdin); err == nil {
+				_ = att.CloseWrite()
+			}
+		}()
+	}
 	copied := make(chan error, 1)
 	go func() {
-		_, err := stdcopy.StdCopy(orDiscard(spec.Stdout), orDiscard(spec.Stderr), att.Reader)
+		var err error
+		if spec.TTY {
+			_, err = io.Copy(orDiscard(spec.Stdout), att.Reader)
+		} else {
+			_, err = stdcopy.StdCopy(orDiscard(spec.Stdout), orDiscard(spec.Stderr), att.Reader)
+		}
 		copied <- err
 	}()
 	select {
