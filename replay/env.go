@@ -43,8 +43,11 @@ type ExecInput struct {
 	// where the stage would have it off.
 	Network bool
 	// Cwd is the directory, relative to the repository root, to run in.
-	Cwd            string
-	Cmd            []string
+	Cwd string
+	Cmd []string
+	// Script, instead of Cmd, is a shell script run as the contract's steps
+	// are (bash -e -o pipefail where the image has bash).
+	Script         string
 	Stdout, Stderr io.Writer
 	// Stdin is the command's input; TTY gives it a terminal (an
 	// interactive shell), which takes no secrets: they would be echoed.
@@ -58,7 +61,9 @@ type ExecInput struct {
 // dependency files) or reused.
 type ExecOutcome struct {
 	ExitCode int
-	Built    bool
+	// OOMKilled says the memory limit ended the command.
+	OOMKilled bool
+	Built     bool
 }
 
 // environment is what an Exec keeps between calls, in the cache directory.
@@ -82,8 +87,8 @@ type environment struct {
 // node_modules, stays), so the command sees the current tree. The command's
 // own writes stay in the kept tree, not in the caller's.
 func (r *Runner) Exec(ctx context.Context, in ExecInput) (*ExecOutcome, error) {
-	if in.Contract == nil || in.Snapshot == nil || in.OutDir == "" || len(in.Cmd) == 0 {
-		return nil, errors.New("exec needs a contract, a snapshot, an output directory and a command")
+	if in.Contract == nil || in.Snapshot == nil || in.OutDir == "" || (len(in.Cmd) == 0) == (in.Script == "") {
+		return nil, errors.New("exec needs a contract, a snapshot, an output directory and a command or a script")
 	}
 	if err := contract.Validate(in.Contract); err != nil {
 		return nil, fmt.Errorf("invalid contract: %w", err)
@@ -136,19 +141,20 @@ func (r *Runner) Exec(ctx context.Context, in ExecInput) (*ExecOutcome, error) {
 	}
 	x.runImage, x.shell, x.work, x.homeVol, x.cacheVol, x.ca = env.Image, env.Shell, env.Work, env.Home, env.Cache, env.CA
 	x.mounts = x.stageMounts()
-	code, err := x.execIn(ctx, in, target)
+	res, err := x.execIn(ctx, in, target)
 	if err != nil {
 		return nil, err
 	}
-	out.ExitCode = code
+	out.ExitCode, out.OOMKilled = res.ExitCode, res.OOMKilled
 	return out, nil
 }
 
-// envKey digests everything the kept environment depends on: the setup, the
-// commands of the stages run to build it, and every manifest and lockfile,
-// whose edit makes those stages fetch something else.
+// envKey digests everything the kept environment depends on: the checkout
+// it is of (its kept tree is that checkout's), the setup, the commands of
+// the stages run to build it, and every manifest and lockfile, whose edit
+// makes those stages fetch something else.
 func (x *run) envKey(target int) string {
-	parts := []string{x.setupKey()}
+	parts := []string{"root " + x.in.Snapshot.Root, x.setupKey()}
 	for _, s := range x.contract.Stages[:target] {
 		parts = append(parts, fmt.Sprintf("stage %s network=%v", s.Name, s.Network))
 		for _, st := range s.Steps {
@@ -200,6 +206,13 @@ func (x *run) findEnvironment(ctx context.Context, key string) (*environment, er
 // in it, then keeps the image and volumes under key; a failure removes them.
 func (x *run) buildEnvironment(ctx context.Context, key string, target int) (env *environment, err error) {
 	x.id = "env-" + key
+	// What an environment of this key left, its descriptor gone, is no
+	// start: prepare fills new volumes.
+	for _, v := range []string{"work", "home", "ca"} {
+		if err := x.engine.RemoveVolume(ctx, "bootstrap-"+v+"-"+x.id); err != nil {
+			return nil, err
+		}
+	}
 	if err := x.writeLease(); err != nil {
 		return nil, err
 	}
@@ -280,7 +293,7 @@ func listTar(names []byte, owner int) io.Reader {
 
 // execIn starts a container of the environment, brings the tree up to
 // date and runs the command in it.
-func (x *run) execIn(ctx context.Context, in ExecInput, target int) (int, error) {
+func (x *run) execIn(ctx context.Context, in ExecInput, target int) (ExecResult, error) {
 	s := x.contract.Stages[target]
 	network := NetworkNone
 	if s.Network || in.Network {
@@ -289,7 +302,7 @@ func (x *run) execIn(ctx context.Context, in ExecInput, target int) (int, error)
 	lbl := map[string]string{LabelRun: x.id, LabelRole: "exec"}
 	c, err := x.engine.Start(ctx, ContainerSpec{Image: x.runImage, Network: network, Mounts: x.mounts, Labels: lbl, MemoryBytes: x.memory, PidsLimit: x.pids})
 	if err != nil {
-		return 0, fmt.Errorf("starting the environment: %w", err)
+		return ExecResult{}, fmt.Errorf("starting the environment: %w", err)
 	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
@@ -302,24 +315,27 @@ func (x *run) execIn(ctx context.Context, in ExecInput, target int) (int, error)
 	}
 	src := hideDir{FS: x.in.Snapshot.FS, dir: contract.Dir}
 	if err := copyTar(ctx, c, workDir, src, repo.TarOptions{ModTime: x.in.Snapshot.CommitTime, Prefix: "src/", Owner: owner}); err != nil {
-		return 0, fmt.Errorf("copying the tree in: %w", err)
+		return ExecResult{}, fmt.Errorf("copying the tree in: %w", err)
 	}
 	if err := c.CopyIn(ctx, srcDir, listTar(x.inputs.sums.List(), owner)); err != nil {
-		return 0, fmt.Errorf("copying the tracked files' names in: %w", err)
+		return ExecResult{}, fmt.Errorf("copying the tracked files' names in: %w", err)
 	}
 	var syncOut bytes.Buffer
 	res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"sh", "-e", "-c", syncScript}, User: x.contract.User, Env: []string{"PATH=" + stdPath}, WorkDir: srcDir, Stdout: &syncOut, Stderr: &syncOut})
 	if err != nil {
-		return 0, fmt.Errorf("bringing the kept tree up to date: %w", err)
+		return ExecResult{}, fmt.Errorf("bringing the kept tree up to date: %w", err)
 	}
 	if res.ExitCode != 0 {
-		return 0, fmt.Errorf("bringing the kept tree up to date: exit %d: %s", res.ExitCode, strings.TrimSpace(syncOut.String()))
+		return ExecResult{}, fmt.Errorf("bringing the kept tree up to date: exit %d: %s", res.ExitCode, strings.TrimSpace(syncOut.String()))
 	}
 	cwd := srcDir
 	if in.Cwd != "" {
 		cwd = path.Join(srcDir, in.Cwd)
 	}
-	what := strings.Join(in.Cmd, " ")
+	argv, what := in.Cmd, strings.Join(in.Cmd, " ")
+	if in.Script != "" {
+		argv, what = append(slices.Clone(x.shell), in.Script), in.Script
+	}
 	msg := "network " + map[bool]string{true: "on", false: "off"}[network == NetworkHost]
 	if in.Network && !s.Network {
 		msg += " (asked for; stage " + s.Name + " has it off)"
@@ -329,14 +345,14 @@ func (x *run) execIn(ctx context.Context, in ExecInput, target int) (int, error)
 	start := x.now()
 	secrets := x.stageSecrets(s)
 	if in.TTY && len(secrets) > 0 {
-		return 0, errors.New("a terminal takes no secrets: it would echo them")
+		return ExecResult{}, errors.New("a terminal takes no secrets: it would echo them")
 	}
-	res, err = c.Exec(ctx, ExecSpec{Cmd: in.Cmd, Env: x.env(on), Secrets: secrets, User: x.contract.User, WorkDir: cwd, Stdout: orDiscard(in.Stdout), Stderr: orDiscard(in.Stderr), Stdin: in.Stdin, TTY: in.TTY})
+	res, err = c.Exec(ctx, ExecSpec{Cmd: argv, Env: x.env(on), Secrets: secrets, User: x.contract.User, WorkDir: cwd, Stdout: orDiscard(in.Stdout), Stderr: orDiscard(in.Stderr), Stdin: in.Stdin, TTY: in.TTY})
 	if err != nil {
-		return 0, fmt.Errorf("running %s: %w", what, err)
+		return ExecResult{}, fmt.Errorf("running %s: %w", what, err)
 	}
 	_ = x.emit(traces.Event{Type: traces.StepEnd, Stage: s.Name, Step: "exec", ExitCode: &res.ExitCode, DurationMS: x.now().Sub(start).Milliseconds(), Verdict: verdict(res.ExitCode == 0)})
-	return res.ExitCode, nil
+	return res, nil
 }
 
 func orDiscard(w io.Writer) io.Writer {

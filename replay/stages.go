@@ -135,6 +135,19 @@ func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut 
 	return f == nil, x.tw.Err()
 }
 
+// JudgeTests reads a test command's exit code and output as a replay
+// judges a step of the strongest stage (quarantine aside): the runner's
+// per-test report, and the failure, decided from the failed tests' own
+// output first; nil when it passed.
+func JudgeTests(exitCode int, oomKilled bool, log []byte) (results.Report, *traces.Failure) {
+	rep := results.Parse(log)
+	f := traces.Classify(exitCode, false, oomKilled, log)
+	if f != nil && !oomKilled {
+		f = fromReport(f, rep)
+	}
+	return rep, f
+}
+
 // fromReport decides a test step's failure from the runner's own report
 // first: when it names failed tests, their output says why (a network
 // error in it is still a network need), and a line elsewhere in the log,

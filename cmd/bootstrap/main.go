@@ -143,6 +143,7 @@ invalid, for validate); 2 a crash of the Go runtime, such as out of memory;
 		newCheck(),
 		newExec(),
 		newShell(),
+		newMCP(),
 		newSynth(),
 		newImage(),
 		newEval(),
