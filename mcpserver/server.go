@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -47,6 +48,9 @@ func WithCABundle(path string) Option { return func(s *server) { s.ca = path } }
 func WithVersion(v string) Option { return func(s *server) { s.version = v } }
 
 type server struct {
+	// mu makes the tools that reach the engine take turns: they share one
+	// runner and one kept environment, whose tree each exec rewrites.
+	mu      sync.Mutex
 	dir     string
 	open    func(context.Context) (Runner, error)
 	runner  Runner
@@ -89,6 +93,7 @@ func (s *server) load() (*contract.Contract, error) {
 	return contract.Load(filepath.Join(bdir, contract.File))
 }
 
+// engine is the runner, made on first use; the caller holds s.mu.
 func (s *server) engine(ctx context.Context) (Runner, error) {
 	if s.runner == nil {
 		if s.open == nil {
@@ -260,6 +265,8 @@ func (s *server) runStage(ctx context.Context, _ *mcp.CallToolRequest, in StageI
 			c.Stages[j].Strongest = j == i
 		}
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	r, err := s.engine(ctx)
 	if err != nil {
 		return nil, Verdict{}, err
@@ -332,6 +339,8 @@ func (s *server) execIn(ctx context.Context, in replay.ExecInput) (*replay.ExecO
 	if err != nil {
 		return nil, nil, err
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	r, err := s.engine(ctx)
 	if err != nil {
 		return nil, nil, err
@@ -367,8 +376,12 @@ func (s *server) test(ctx context.Context, _ *mcp.CallToolRequest, in TestInput)
 	if err != nil {
 		return nil, Verdict{}, err
 	}
+	si := c.Strongest()
+	if si < 0 {
+		return nil, Verdict{}, errors.New("the contract has no strongest stage to test with")
+	}
 	steps := []Command{{Run: in.Command, Cwd: in.Cwd}}
-	strongest := c.Stages[c.Strongest()]
+	strongest := c.Stages[si]
 	if in.Command == "" {
 		steps = steps[:0]
 		for _, st := range strongest.Steps {
