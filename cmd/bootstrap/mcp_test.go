@@ -126,6 +126,18 @@ func TestMCPAgent(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// The agent's edited checkout verifies: a cold replay of the working
+	// tree, and the contract's own tests in the kept environment.
+	var v mcpserver.Verdict
+	call(t, cs, "run_stage", map[string]any{"stage": "verify"}, &v)
+	if v.Verdict != "pass" || v.Failure != nil || len(v.Failed) != 0 {
+		t.Fatalf("run_stage verify on the edited checkout: %+v", v)
+	}
+	call(t, cs, "test", nil, &v)
+	if v.Verdict != "pass" || !strings.Contains(v.Output, "example.com/hello/greet") {
+		t.Fatalf("test on the edited checkout: %+v", v)
+	}
+
 	// A broken test: the agent's own test run and the stage replay both name it.
 	test := filepath.Join(dir, "greet", "greet_test.go")
 	b, err := os.ReadFile(test)
@@ -135,7 +147,6 @@ func TestMCPAgent(t *testing.T) {
 	if err := os.WriteFile(test, []byte(strings.Replace(string(b), `"hello, gopher"}`, `"hi, gopher"}`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var v mcpserver.Verdict
 	call(t, cs, "test", map[string]any{"command": "go test -v ./greet"}, &v)
 	if v.Verdict != "fail" || v.Failure == nil || v.Failure.Class != "test-failure" || !hasFailed(v, "TestHello") {
 		t.Fatalf("test with a broken test: %+v", v)
