@@ -68,6 +68,9 @@ type ExecOutcome struct {
 
 // environment is what an Exec keeps between calls, in the cache directory.
 type environment struct {
+	// Root is the checkout it is of: a new environment of the same
+	// checkout replaces it.
+	Root   string   `json:"root"`
 	Image  string   `json:"image"`
 	Work   string   `json:"work"`
 	Home   string   `json:"home"`
@@ -206,8 +209,15 @@ func (x *run) findEnvironment(ctx context.Context, key string) (*environment, er
 // in it, then keeps the image and volumes under key; a failure removes them.
 func (x *run) buildEnvironment(ctx context.Context, key string, target int) (env *environment, err error) {
 	x.id = "env-" + key
-	// What an environment of this key left, its descriptor gone, is no
-	// start: prepare fills new volumes.
+	// An environment is kept per checkout: the one it replaces (another
+	// manifest, another contract) goes, and so does what an environment of
+	// this key left with its descriptor gone, so prepare fills new volumes.
+	if err := x.dropEnvironments(ctx, func(e *environment) bool { return e.Root == x.in.Snapshot.Root }); err != nil {
+		return nil, err
+	}
+	if err := x.engine.RemoveImage(ctx, "bootstrap-run:"+x.id); err != nil && !errors.Is(err, ErrNotFound) {
+		return nil, err
+	}
 	for _, v := range []string{"work", "home", "ca"} {
 		if err := x.engine.RemoveVolume(ctx, "bootstrap-"+v+"-"+x.id); err != nil {
 			return nil, err
@@ -248,7 +258,7 @@ func (x *run) buildEnvironment(ctx context.Context, key string, target int) (env
 			return nil, fmt.Errorf("building the environment: stage %s failed (trace: %s)", s.Name, x.tw.Path())
 		}
 	}
-	env = &environment{Image: x.runImage, Work: x.work, Home: x.homeVol, Cache: x.cacheVol, CA: x.ca, Shell: x.shell, Volume: slices.Clone(x.volumes)}
+	env = &environment{Root: x.in.Snapshot.Root, Image: x.runImage, Work: x.work, Home: x.homeVol, Cache: x.cacheVol, CA: x.ca, Shell: x.shell, Volume: slices.Clone(x.volumes)}
 	b, err := json.Marshal(env)
 	if err != nil {
 		return nil, err
@@ -369,7 +379,12 @@ func (r *Runner) DropEnvironments(ctx context.Context) error {
 	if r.engine == nil || r.cacheDir == "" {
 		return errors.New("dropping environments needs an engine and a cache directory")
 	}
-	files, err := filepath.Glob(filepath.Join(r.cacheDir, "envs", "*.json"))
+	return (&run{Runner: r}).dropEnvironments(ctx, func(*environment) bool { return true })
+}
+
+// dropEnvironments removes the kept environments that match.
+func (x *run) dropEnvironments(ctx context.Context, match func(*environment) bool) error {
+	files, err := filepath.Glob(filepath.Join(x.cacheDir, "envs", "*.json"))
 	if err != nil {
 		return err
 	}
@@ -384,16 +399,21 @@ func (r *Runner) DropEnvironments(ctx context.Context) error {
 			errs = append(errs, fmt.Errorf("environment %s: %w", f, err))
 			continue
 		}
+		if !match(&env) {
+			continue
+		}
 		var these []error
-		if ids, err := r.engine.List(ctx, map[string]string{LabelRun: "env-" + strings.TrimSuffix(filepath.Base(f), ".json")}); err == nil {
+		if ids, err := x.engine.List(ctx, map[string]string{LabelRun: "env-" + strings.TrimSuffix(filepath.Base(f), ".json")}); err == nil {
 			for _, id := range ids {
-				these = append(these, r.engine.RemoveContainer(ctx, id))
+				these = append(these, x.engine.RemoveContainer(ctx, id))
 			}
 		}
-		these = append(these, r.engine.RemoveImage(ctx, env.Image))
+		if err := x.engine.RemoveImage(ctx, env.Image); err != nil && !errors.Is(err, ErrNotFound) {
+			these = append(these, err)
+		}
 		for _, v := range env.Volume {
 			if v != env.Cache {
-				these = append(these, r.engine.RemoveVolume(ctx, v))
+				these = append(these, x.engine.RemoveVolume(ctx, v))
 			}
 		}
 		if err := errors.Join(these...); err != nil {

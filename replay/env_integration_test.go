@@ -113,11 +113,15 @@ func TestRealExec(t *testing.T) {
 		t.Fatalf("exec with the network: %+v, %q, %v; want an interface beside loopback", res, out, err)
 	}
 
-	// A manifest is an input of the fetch: a new one builds a new environment.
+	// A manifest is an input of the fetch: a new one builds a new
+	// environment, which replaces the checkout's old one.
 	x.write("package.json", "{}\n")
 	res, _, err = x.exec(c, false, "true")
 	if err != nil || !res.Built {
 		t.Fatalf("after a manifest appeared: %+v, %v; want a new environment", res, err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(x.cache, "envs", "*.json")); len(files) != 1 {
+		t.Fatalf("environments kept: %v; want the new one alone", files)
 	}
 }
 
