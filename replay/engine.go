@@ -165,3 +165,24 @@ type ExecResult struct {
 
 // ErrNotFound is wrapped by engine errors for absent images.
 var ErrNotFound = errors.New("not found")
+
+// VolumeUsage is one volume as the engine accounts for it.
+type VolumeUsage struct {
+	Name   string
+	Labels map[string]string
+	Size   int64 // bytes; -1 when the engine cannot tell
+	// RefCount is how many containers, running or not, mount it.
+	RefCount int64
+	Created  time.Time
+}
+
+// ImageUsage is one image as the engine accounts for it.
+type ImageUsage struct {
+	ID     string
+	Tags   []string
+	Labels map[string]string
+	// Size is all its layers; Shared those it shares with other images.
+	Size, Shared int64
+	Containers   int64
+	Created      time.Time
+}

@@ -122,6 +122,7 @@ func (r *Runner) Exec(ctx context.Context, in ExecInput) (*ExecOutcome, error) {
 	}
 	defer x.tw.Close()
 	x.reapLeftovers(ctx)
+	r.makeRoom(ctx)
 	x.secretSetup()
 	if err := x.resolveImage(ctx); err != nil {
 		return nil, err
@@ -144,6 +145,13 @@ func (r *Runner) Exec(ctx context.Context, in ExecInput) (*ExecOutcome, error) {
 	}
 	x.runImage, x.shell, x.work, x.homeVol, x.cacheVol, x.ca = env.Image, env.Shell, env.Work, env.Home, env.Cache, env.CA
 	x.mounts = x.stageMounts()
+	// The environment is kept, not this exec's to remove; it holds it.
+	x.volumes, x.envImage = nil, env.Image
+	if err := x.writeLease(); err != nil {
+		return nil, err
+	}
+	defer x.dropLease()
+	touch(x.cacheDir, x.inputs.digests["contract"], x.holds())
 	res, err := x.execIn(ctx, in, target)
 	if err != nil {
 		return nil, err

@@ -50,6 +50,9 @@ const (
 	// RoleDependencyCache labels the keyed dependency-cache volumes, which
 	// outlive runs on purpose.
 	RoleDependencyCache = "dependency-cache"
+	// RoleToolchain labels the content-addressed toolchain volumes, one
+	// per toolchain and hash, shared by every contract that pins it.
+	RoleToolchain = "toolchain"
 )
 
 // run is one replay in progress.
@@ -64,6 +67,7 @@ type run struct {
 
 	image      ImageInfo
 	runImage   string // committed image, removed at the end
+	envImage   string // the kept environment's image an exec runs in
 	artifacts  []Artifact
 	volumes    []string // per-run volumes, removed at the end
 	homeVol    string   // HOME: per run, so nothing a step leaves there outlives the run
@@ -144,6 +148,7 @@ func (x *run) execute(ctx context.Context) (res *Result, err error) {
 		return nil, x.abort(err)
 	}
 	ok := true
+	defer func() { touch(x.cacheDir, x.inputs.digests["contract"], x.holds()) }()
 	if s := x.in.Resume; s != nil && s.setup == x.resumeKey(s) {
 		x.adopt(s)
 	} else {
@@ -345,7 +350,7 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 	prepMounts := []Mount{{Volume: work, Target: workDir}, {Volume: x.homeVol, Target: x.home()}, {Volume: x.cacheVol, Target: depCacheDir}}
 	for _, a := range x.artifacts {
 		v := toolVolume(a.Toolchain)
-		if _, err := x.engine.EnsureVolume(ctx, v, map[string]string{LabelRole: "toolchain"}); err != nil {
+		if _, err := x.engine.EnsureVolume(ctx, v, map[string]string{LabelRole: RoleToolchain}); err != nil {
 			return false, fmt.Errorf("creating toolchain volume: %w", err)
 		}
 		prepMounts = append(prepMounts, Mount{Volume: v, Target: toolRoot + "/" + a.Toolchain.Name})

@@ -181,6 +181,8 @@ func (r *Runner) fromCache(in Input, p *inputs) (*Result, bool, error) {
 		return nil, false, nil
 	}
 	start := r.now()
+	// Its mtime is its last use, for eviction (package cache).
+	_ = os.Chtimes(r.verdictPath(p.digests["key"]), start, start)
 	res := &Result{Verdict: rec.Verdict, Cached: true, Contract: in.Contract.Clone(), Record: &rec, Tests: rec.tests()}
 	tw, err := traces.Create(filepath.Join(in.OutDir, TraceFile), r.now)
 	if err != nil {

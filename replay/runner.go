@@ -48,6 +48,23 @@ type Runner struct {
 	memory     int64
 	pids       int64
 	host       string
+	evict      func(context.Context) error
+}
+
+// WithEviction runs evict before each replay and exec starts, to make room
+// under a cache budget (package cache). Its failure costs disk, not the
+// run: it is reported on the progress writer and the run goes on.
+func WithEviction(evict func(context.Context) error) Option {
+	return func(r *Runner) { r.evict = evict }
+}
+
+func (r *Runner) makeRoom(ctx context.Context) {
+	if r.evict == nil {
+		return
+	}
+	if err := r.evict(ctx); err != nil && r.progress != nil {
+		fmt.Fprintf(r.progress, "cache: %v\n", err)
+	}
 }
 
 // Option configures a Runner.
@@ -238,6 +255,7 @@ func (r *Runner) Run(ctx context.Context, in Input) (*Result, error) {
 	if r.engine == nil {
 		return nil, errors.New("replay needs an engine (WithEngine)")
 	}
+	r.makeRoom(ctx)
 	run := &run{Runner: r, in: in, inputs: p, id: newRunID(), contract: in.Contract.Clone(), start: r.now()}
 	return run.execute(ctx)
 }

@@ -601,6 +601,48 @@ type lease struct {
 	Run     string   `json:"run"`
 	Image   string   `json:"image,omitempty"`
 	Volumes []string `json:"volumes,omitempty"`
+	// Holds names the shared images and volumes the run uses (its
+	// dependency cache, toolchains, base image, a kept environment): no
+	// eviction removes them while the run's process lives (Held), and no
+	// reaper removes them after it.
+	Holds []string `json:"holds,omitempty"`
+}
+
+// holds lists the shared objects x uses.
+func (x *run) holds() []string {
+	var h []string
+	for _, n := range []string{x.image.ID, x.cacheVol, x.envImage, x.work, x.homeVol, x.ca} {
+		if n != "" && !slices.Contains(x.volumes, n) && !slices.Contains(h, n) {
+			h = append(h, n)
+		}
+	}
+	for _, a := range x.artifacts {
+		h = append(h, toolVolume(a.Toolchain))
+	}
+	return h
+}
+
+// Held lists the images and volumes the live runs of cacheDir hold or
+// own: what an eviction must leave alone.
+func Held(cacheDir string) (map[string]bool, error) {
+	files, err := filepath.Glob(filepath.Join(cacheDir, "runs", "*.json"))
+	if err != nil {
+		return nil, err
+	}
+	held := map[string]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		var l lease
+		if err != nil || json.Unmarshal(b, &l) != nil || !alive(l.PID) {
+			continue
+		}
+		for _, n := range append(append(l.Holds, l.Volumes...), l.Image) {
+			if n != "" {
+				held[n] = true
+			}
+		}
+	}
+	return held, nil
 }
 
 func (x *run) leasePath(id string) string {
@@ -611,7 +653,7 @@ func (x *run) writeLease() error {
 	if x.cacheDir == "" || x.keep {
 		return nil
 	}
-	l := lease{PID: os.Getpid(), Run: x.id, Volumes: x.volumes}
+	l := lease{PID: os.Getpid(), Run: x.id, Volumes: x.volumes, Holds: x.holds()}
 	if x.runImage != x.image.ID {
 		l.Image = x.runImage
 	}

@@ -26,6 +26,7 @@ func (f *execFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.cwd, "cwd", "", "directory to run in, relative to the repository root")
 	cmd.Flags().StringVar(&f.caBundle, "ca-bundle", "", "trust this CA bundle for TLS where the network is on (default: $SSL_CERT_FILE)")
 	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "pass the secret NAME the contract declares, as verify does (repeatable)")
+	f.registerBudget(cmd)
 	cmd.PreRunE = func(*cobra.Command, []string) error { _, err := f.grants(); return err }
 }
 

@@ -144,6 +144,7 @@ invalid, for validate); 2 a crash of the Go runtime, such as out of memory;
 		newExec(),
 		newShell(),
 		newMCP(),
+		newCache(),
 		newSynth(),
 		newImage(),
 		newEval(),

@@ -46,6 +46,7 @@ The engine is reached when a tool first needs it.`,
 	}
 	cmd.Flags().StringVar(&f.caBundle, "ca-bundle", "", "trust this CA bundle for TLS where the network is on (default: $SSL_CERT_FILE); recorded as an input")
 	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "pass the secret NAME the contract declares, as verify does (repeatable)")
+	f.registerBudget(cmd)
 	cmd.PreRunE = func(*cobra.Command, []string) error { _, err := f.grants(); return err }
 	return cmd
 }

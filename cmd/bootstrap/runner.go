@@ -1,16 +1,21 @@
 package main
 
 import (
+	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
+	"github.com/docker/go-units"
 	"github.com/spf13/cobra"
 
+	"github.com/bootstrap-dev/bootstrap/cache"
 	"github.com/bootstrap-dev/bootstrap/replay"
 	"github.com/bootstrap-dev/bootstrap/replay/docker"
 	"github.com/bootstrap-dev/bootstrap/repo"
@@ -25,6 +30,7 @@ type replayFlags struct {
 	noCache  bool
 	keep     bool
 	secrets  []string
+	budget   string
 }
 
 func (f *replayFlags) register(cmd *cobra.Command) {
@@ -33,9 +39,52 @@ func (f *replayFlags) register(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.caBundle, "ca-bundle", "", "trust this CA bundle for TLS in fetch stages and toolchain downloads (default: $SSL_CERT_FILE); recorded as an input")
 	cmd.Flags().BoolVar(&f.noCache, "no-cache", false, "ignore the verdict cache and dependency caches")
 	cmd.Flags().BoolVar(&f.keep, "keep", false, "keep containers and volumes for debugging and print how to enter them")
+	f.registerBudget(cmd)
 	// A malformed grant is a usage error before anything is read or run.
 	cmd.PreRunE = func(*cobra.Command, []string) error { _, err := f.grants(); return err }
 	cmd.Flags().StringArrayVar(&f.secrets, "secret", nil, "pass the secret NAME the contract declares, from this environment, to the offline stages; NAME@STAGE[,STAGE] to those network stages too (repeatable; none is passed without it)")
+}
+
+// defaultBudget bounds what bootstrap keeps between runs when neither
+// --cache-budget nor BOOTSTRAP_CACHE_BUDGET says otherwise: a corpus of a
+// few dozen repositories fits, a laptop's disk does not fill.
+const defaultBudget = 20_000_000_000
+
+func (f *replayFlags) registerBudget(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.budget, "cache-budget", "", "keep what bootstrap caches (volumes, images, verdicts, downloads) under this size, evicting the least recently used first (default $BOOTSTRAP_CACHE_BUDGET, else 20GB; 0 for no bound)")
+}
+
+// cacheBudget is --cache-budget, else BOOTSTRAP_CACHE_BUDGET, else the
+// default; 0 means no bound.
+func (f *replayFlags) cacheBudget() (int64, error) {
+	s := cmp.Or(f.budget, os.Getenv("BOOTSTRAP_CACHE_BUDGET"))
+	if s == "" {
+		return defaultBudget, nil
+	}
+	n, err := units.FromHumanSize(s)
+	if err != nil || n < 0 {
+		return 0, &usageError{fmt.Errorf("cache budget %q: want a size such as 5GB, or 0 for no bound", s)}
+	}
+	return n, nil
+}
+
+// evictor keeps the cache under budget before each run, and logs each
+// eviction with its time cost to cacheDir/evictions.jsonl.
+func evictor(cmd *cobra.Command, e cache.Engine, dir string, budget int64) func(context.Context) error {
+	return func(ctx context.Context) error {
+		start := time.Now()
+		removed, err := cache.Prune(ctx, e, dir, cache.Policy{MaxSize: budget, Now: start})
+		if len(removed) > 0 {
+			took := time.Since(start)
+			fmt.Fprintf(progressTo(cmd), "cache: evicted %d entries (%s) in %s to stay under %s\n", len(removed), units.HumanSize(float64(cache.Total(removed))), took.Round(time.Millisecond), units.HumanSize(float64(budget)))
+			line, _ := json.Marshal(map[string]any{"time": start.UTC().Format(time.RFC3339), "entries": len(removed), "bytes": cache.Total(removed), "ms": took.Milliseconds(), "budget": budget})
+			if f, ferr := os.OpenFile(filepath.Join(dir, "evictions.jsonl"), os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644); ferr == nil {
+				_, _ = f.Write(append(line, '\n'))
+				_ = f.Close()
+			}
+		}
+		return err
+	}
 }
 
 // grants reads --secret NAME[@STAGE,...].
@@ -122,7 +171,7 @@ func newEngine(ctx context.Context) (*docker.Engine, error) {
 
 // newRunner builds a replay runner against the real engine and registries.
 func newRunner(cmd *cobra.Command, f *replayFlags, e replay.Engine, extra ...replay.Option) (*replay.Runner, error) {
-	cache, err := cacheDir()
+	dir, err := cacheDir()
 	if err != nil {
 		return nil, err
 	}
@@ -130,8 +179,8 @@ func newRunner(cmd *cobra.Command, f *replayFlags, e replay.Engine, extra ...rep
 	if err != nil {
 		return nil, err
 	}
-	topts := []toolchain.Option{toolchain.WithCacheDir(cache)}
-	opts := []replay.Option{replay.WithEngine(e), replay.WithCacheDir(cache), replay.WithProgress(progressTo(cmd))}
+	topts := []toolchain.Option{toolchain.WithCacheDir(dir)}
+	opts := []replay.Option{replay.WithEngine(e), replay.WithCacheDir(dir), replay.WithProgress(progressTo(cmd))}
 	if bundle != "" {
 		topts = append(topts, toolchain.WithCABundle(bundle))
 		opts = append(opts, replay.WithCABundle(bundle))
@@ -148,5 +197,12 @@ func newRunner(cmd *cobra.Command, f *replayFlags, e replay.Engine, extra ...rep
 		return nil, err
 	}
 	opts = append(opts, replay.WithSecretGrants(grants...))
+	budget, err := f.cacheBudget()
+	if err != nil {
+		return nil, err
+	}
+	if ce, ok := e.(cache.Engine); ok && budget > 0 {
+		opts = append(opts, replay.WithEviction(evictor(cmd, ce, dir, budget)))
+	}
 	return replay.New(append(opts, extra...)...), nil
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/docker/docker/api/types"
 	"github.com/docker/docker/api/types/container"
 	"github.com/docker/docker/api/types/filters"
 	"github.com/docker/docker/api/types/image"
@@ -23,6 +24,7 @@ import (
 	"github.com/docker/docker/pkg/stdcopy"
 
 	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/replay/base"
 )
 
 var (
@@ -174,6 +176,38 @@ func (e *Engine) EnsureVolume(ctx context.Context, name string, labels map[strin
 		return false, fmt.Errorf("creating volume %q: %w", name, err)
 	}
 	return true, nil
+}
+
+// DiskUsage lists the volumes and images bootstrap manages with their
+// sizes, which the engine computes by walking them (GET /system/df), and
+// the images built by bootstrap image build-base, which carry their
+// recipe label instead.
+func (e *Engine) DiskUsage(ctx context.Context) ([]replay.VolumeUsage, []replay.ImageUsage, error) {
+	du, err := e.cli.DiskUsage(ctx, types.DiskUsageOptions{Types: []types.DiskUsageObject{types.VolumeObject, types.ImageObject}})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the engine's disk usage: %w", err)
+	}
+	var vols []replay.VolumeUsage
+	for _, v := range du.Volumes {
+		if v == nil || v.Labels[ManagedLabel] != "true" {
+			continue
+		}
+		u := replay.VolumeUsage{Name: v.Name, Labels: v.Labels, Size: -1, RefCount: -1}
+		if v.UsageData != nil {
+			u.Size, u.RefCount = v.UsageData.Size, v.UsageData.RefCount
+		}
+		u.Created, _ = time.Parse(time.RFC3339, v.CreatedAt)
+		vols = append(vols, u)
+	}
+	var imgs []replay.ImageUsage
+	for _, i := range du.Images {
+		if i == nil || (i.Labels[ManagedLabel] != "true" && i.Labels[base.LabelRecipe] == "") {
+			continue
+		}
+		imgs = append(imgs, replay.ImageUsage{ID: i.ID, Tags: i.RepoTags, Labels: i.Labels, Size: i.Size, Shared: i.SharedSize,
+			Containers: i.Containers, Created: time.Unix(i.Created, 0).UTC()})
+	}
+	return vols, imgs, nil
 }
 
 // RemoveVolume implements replay.Engine. Like RemoveContainer it outlives a

@@ -1,0 +1,54 @@
+package cache
+
+import (
+	"testing"
+	"time"
+)
+
+func TestChoose(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ago := func(h int) time.Time { return now.Add(-time.Duration(h) * time.Hour) }
+	entries := []Entry{
+		{Kind: KindDependencyCache, Key: "new", Size: 300, LastUse: ago(1)},
+		{Kind: KindDependencyCache, Key: "old", Size: 200, LastUse: ago(50)},
+		{Kind: KindToolchain, Key: "mid", Size: 400, LastUse: ago(10)},
+		{Kind: KindToolchain, Key: "held", Size: 900, LastUse: ago(100), InUse: true},
+		{Kind: KindBaseImage, Key: "base", Size: 900, LastUse: ago(200), Kept: true},
+		{Kind: KindRun, Key: "running", Size: 50, LastUse: ago(2)},
+		{Kind: KindRun, Key: "leftover", Size: 50, LastUse: ago(30)},
+		{Kind: KindRun, Key: "unknown-age", Size: 50},
+	}
+	keys := func(es []Entry) []string {
+		var out []string
+		for _, e := range es {
+			out = append(out, e.Key)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		name string
+		p    Policy
+		want []string
+	}{
+		// Least recently used first; what is held, kept, or a run's own
+		// within its grace stays.
+		{"all", Policy{All: true, Now: now}, []string{"old", "leftover", "mid", "new"}},
+		{"older than a day", Policy{OlderThan: 24 * time.Hour, Now: now}, []string{"old", "leftover"}},
+		// Total 2850; down to 2300 takes the oldest two (250), then mid (400).
+		{"max size", Policy{MaxSize: 2300, Now: now}, []string{"old", "leftover", "mid"}},
+		{"under the bound already", Policy{MaxSize: 5000, Now: now}, nil},
+		{"unreachable bound", Policy{MaxSize: 1, Now: now}, []string{"old", "leftover", "mid", "new"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := keys(Choose(entries, tc.p))
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("got %v, want %v", got, tc.want)
+				}
+			}
+		})
+	}
+}
