@@ -32,6 +32,7 @@ const fillStep = `      - run: head -c 2000000 /dev/urandom >"$XDG_CACHE_HOME/bl
 // contracts that used an entry.
 func TestCacheBudgetAndPrune(t *testing.T) {
 	e := newPrivateEngine(t)
+	t.Setenv("BOOTSTRAP_CACHE_BUDGET", "") // the default, far above what this test fills
 	cli := e.client()
 	defer cli.Close()
 	ctx := context.Background()
@@ -65,7 +66,8 @@ func TestCacheBudgetAndPrune(t *testing.T) {
 	}
 
 	// A second contract (another fetch, so another dependency cache) under
-	// a budget smaller than the first's cache: that one goes first.
+	// a budget whose half is smaller than the first's cache: that one goes
+	// before the replay starts.
 	second := e.newFixture(t, fillStep)
 	second.cache = first.cache
 	contractFile := filepath.Join(second.repo, ".bootstrap", "contract.yaml")
@@ -76,7 +78,7 @@ func TestCacheBudgetAndPrune(t *testing.T) {
 	if err := os.WriteFile(contractFile, []byte(strings.Replace(string(b), `- run: "true"`, `- run: "true # another fetch"`, 1)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("BOOTSTRAP_CACHE_BUDGET", "1500000")
+	t.Setenv("BOOTSTRAP_CACHE_BUDGET", "3000000")
 	cmd = second.start("verify")
 	if code := second.wait(cmd, time.Now().Add(2*time.Minute)); code != 0 {
 		t.Fatalf("the replay under a budget exited %d:\n%s", code, second.errText())

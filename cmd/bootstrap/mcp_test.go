@@ -25,7 +25,7 @@ func agentRepo(t *testing.T) (string, []string) {
 	t.Helper()
 	root := t.TempDir()
 	origin, clone := filepath.Join(root, "origin"), filepath.Join(root, "clone")
-	env := append(os.Environ(), asCLI+"=1", "BOOTSTRAP_CACHE_DIR="+filepath.Join(root, "cache"),
+	env := append(os.Environ(), asCLI+"=1", "BOOTSTRAP_CACHE_DIR="+filepath.Join(root, "cache"), "BOOTSTRAP_CACHE_BUDGET=0",
 		"GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com",
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL="+os.DevNull)
 	if err := os.CopyFS(origin, os.DirFS(filepath.Join("..", "..", "examples", "hello-go"))); err != nil {

@@ -68,12 +68,15 @@ func (f *replayFlags) cacheBudget() (int64, error) {
 	return n, nil
 }
 
-// evictor keeps the cache under budget before each run, and logs each
-// eviction with its time cost to cacheDir/evictions.jsonl.
+// evictor keeps the cache under budget: before each run it evicts down to
+// half of it, leaving the other half for what the run adds (a dependency
+// cache, a work tree), so the peak stays under the budget for any run that
+// needs less than that. Each eviction is logged with its time cost to
+// cacheDir/evictions.jsonl.
 func evictor(cmd *cobra.Command, e cache.Engine, dir string, budget int64) func(context.Context) error {
 	return func(ctx context.Context) error {
 		start := time.Now()
-		removed, err := cache.Prune(ctx, e, dir, cache.Policy{MaxSize: budget, Now: start})
+		removed, err := cache.Prune(ctx, e, dir, cache.Policy{MaxSize: budget / 2, Now: start})
 		if len(removed) > 0 {
 			took := time.Since(start)
 			fmt.Fprintf(progressTo(cmd), "cache: evicted %d entries (%s) in %s to stay under %s\n", len(removed), units.HumanSize(float64(cache.Total(removed))), took.Round(time.Millisecond), units.HumanSize(float64(budget)))
