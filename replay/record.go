@@ -133,9 +133,12 @@ type TestOutcome struct {
 
 // recordFiles picks the record's Files out of the tree's sums.
 func recordFiles(c *contract.Contract, sums tracked.Sums) map[string]string {
-	out := map[string]string{}
+	var out map[string]string // none is nil, as a record read back has it
 	for name, sum := range sums {
 		if _, evidence := c.Inputs[name]; evidence || tracked.IsManifest(name) {
+			if out == nil {
+				out = map[string]string{}
+			}
 			out[name] = "sha256:" + sum
 		}
 	}
