@@ -141,7 +141,7 @@ func self() (string, error) {
 }
 
 // evalOnly are eval's own flags, which the synth of one repository is not given.
-var evalOnly = map[string]bool{"work": true, "json": true, "plan-only": true, "expect": true}
+var evalOnly = map[string]bool{"work": true, "report": true, "json": true, "plan-only": true, "expect": true}
 
 // synthArgs are the flags the caller gave eval that synth takes too, for
 // each repository's synth process.
