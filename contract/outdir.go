@@ -78,7 +78,7 @@ func readFile(file string) ([]byte, error) {
 
 // Ignore is the .gitignore every command that writes into .bootstrap puts
 // there: what a replay leaves for a person to read, but not to commit.
-const Ignore = "# traces and logs of each replay and exec; the contract, record and provenance are committed\nruns/\ntrace.jsonl\nexec.jsonl\nlogs/\n"
+const Ignore = "# traces and logs of each replay; the contract, record and provenance are committed\nruns/\ntrace.jsonl\nlogs/\n"
 
 // WriteIgnore writes Ignore as bdir/.gitignore unless the repository has
 // one there already, which is the repository's to keep.

@@ -356,8 +356,12 @@ func (s *server) execIn(ctx context.Context, in replay.ExecInput) (*replay.ExecO
 	if err := contract.WriteIgnore(bdir); err != nil {
 		return nil, nil, err
 	}
+	out := filepath.Join(bdir, filepath.FromSlash(replay.ExecDir))
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return nil, nil, err
+	}
 	log := bounded.NewLog(outputHead, outputTail)
-	in.Contract, in.Snapshot, in.OutDir, in.Stdout, in.Stderr = c, snap, bdir, log, log
+	in.Contract, in.Snapshot, in.OutDir, in.Stdout, in.Stderr = c, snap, out, log, log
 	res, err := r.Exec(ctx, in)
 	if err != nil {
 		return nil, nil, err

@@ -22,9 +22,15 @@ import (
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
 
-// ExecFile is the trace an Exec leaves in Input.OutDir: how its environment
-// was found or built and the command it ran, with the network setting.
+// ExecFile is the trace an Exec leaves in ExecInput.OutDir, beside the logs
+// of the stages that built its environment: how the environment was found
+// or built and the command it ran, with the network setting.
 const ExecFile = "exec.jsonl"
+
+// ExecDir is where under a repository's .bootstrap the CLI and the MCP
+// server keep an exec's trace: apart from the last verify's trace and logs,
+// which an environment's build would otherwise overwrite.
+const ExecDir = "runs/exec"
 
 // RoleEnvironment labels the image and volumes of an environment Exec keeps
 // for the next Exec.

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -44,6 +45,10 @@ func (f *execFlags) exec(cmd *cobra.Command, argv []string, stdin io.Reader, tty
 	if err := contract.WriteIgnore(bdir); err != nil {
 		return err
 	}
+	out := filepath.Join(bdir, filepath.FromSlash(replay.ExecDir))
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		return err
+	}
 	snap, err := repo.Open(cmd.Context(), f.dir, "")
 	if err != nil {
 		return err
@@ -57,13 +62,13 @@ func (f *execFlags) exec(cmd *cobra.Command, argv []string, stdin io.Reader, tty
 	if err != nil {
 		return err
 	}
-	out, err := r.Exec(cmd.Context(), replay.ExecInput{Contract: c, Snapshot: snap, Stage: f.stage, Network: f.network, Cwd: f.cwd,
-		Cmd: argv, Stdin: stdin, TTY: tty, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(), OutDir: bdir})
+	res, err := r.Exec(cmd.Context(), replay.ExecInput{Contract: c, Snapshot: snap, Stage: f.stage, Network: f.network, Cwd: f.cwd,
+		Cmd: argv, Stdin: stdin, TTY: tty, Stdout: cmd.OutOrStdout(), Stderr: cmd.ErrOrStderr(), OutDir: out})
 	if err != nil {
 		return err
 	}
-	if out.ExitCode != 0 {
-		return &exitStatus{out.ExitCode}
+	if res.ExitCode != 0 {
+		return &exitStatus{res.ExitCode}
 	}
 	return nil
 }
@@ -77,7 +82,7 @@ func newExec() *cobra.Command {
 its base image, toolchains, system packages, env and unprivileged user, with
 the stages before --stage (default: the strongest) already run and the
 network off unless that stage has it or --network asks (the trace,
-.bootstrap/exec.jsonl, records which). The environment is built once and
+.bootstrap/runs/exec/exec.jsonl, records which). The environment is built once and
 kept under a key of its setup, those stages' commands and every manifest and
 lockfile, so the next exec starts at once; the current working tree,
 uncommitted edits too, is copied over its tree before every command. What
