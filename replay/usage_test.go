@@ -1,0 +1,56 @@
+package replay
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestHeldReadsLiveLeasesOnly(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, l lease) {
+		b, _ := json.Marshal(l)
+		if err := os.MkdirAll(filepath.Join(dir, "runs"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "runs", name+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("live", lease{PID: os.Getpid(), Run: "live", Image: "img-own", Volumes: []string{"vol-own"}, Holds: []string{"bootstrap-cache-x", "bootstrap-tc-go-y"}})
+	write("dead", lease{PID: 1 << 30, Run: "dead", Holds: []string{"bootstrap-cache-dead"}})
+	held, err := Held(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"img-own", "vol-own", "bootstrap-cache-x", "bootstrap-tc-go-y"} {
+		if !held[n] {
+			t.Errorf("%s: not held, but a live run's lease names it", n)
+		}
+	}
+	if held["bootstrap-cache-dead"] {
+		t.Error("a dead run's lease still holds its entries")
+	}
+}
+
+func TestLedger(t *testing.T) {
+	dir := t.TempDir()
+	touch(dir, "sha256:c1", []string{"bootstrap-cache-a", "sha256:img"})
+	touch(dir, "sha256:c2", []string{"bootstrap-cache-a"})
+	touch(dir, "sha256:c1", []string{"bootstrap-cache-a"})
+	uses, err := Uses(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := uses["bootstrap-cache-a"]; len(u.Contracts) != 2 || u.Contracts[0] != "sha256:c2" || u.Contracts[1] != "sha256:c1" || u.Last.IsZero() {
+		t.Fatalf("ledger of the cache: %+v; want c2 then c1, the most recent last", u)
+	}
+	if u := uses["sha256:img"]; len(u.Contracts) != 1 {
+		t.Fatalf("ledger of the image, whose name holds a colon: %+v", uses)
+	}
+	Forget(dir, "sha256:img")
+	if uses, _ := Uses(dir); len(uses) != 1 {
+		t.Fatalf("after Forget: %+v", uses)
+	}
+}
