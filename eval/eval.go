@@ -8,11 +8,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/sourcegraph/conc/pool"
 
+	"github.com/bootstrap-dev/bootstrap/contract"
 	"github.com/bootstrap-dev/bootstrap/repo"
 	"github.com/bootstrap-dev/bootstrap/synth"
 )
@@ -64,7 +67,7 @@ func ParseCorpus(name string, r io.Reader) ([]Entry, error) {
 
 // Synthesize runs synth on a prepared copy of one repository and returns
 // its summary (what .bootstrap/runs/synth.json holds).
-type Synthesize func(ctx context.Context, dir, rev string) (*synth.Summary, error)
+type Synthesize func(ctx context.Context, dir, rev, engine string) (*synth.Summary, error)
 
 // Row is how one repository fared.
 type Row struct {
@@ -82,6 +85,12 @@ type Row struct {
 	Diagnosis string `json:"diagnosis,omitempty"`
 	// Error is set when synth could not run at all (clone failed, engine gone).
 	Error string `json:"error,omitempty"`
+	// Engine is the container engine it ran on ("" for the environment's).
+	Engine string `json:"engine,omitempty"`
+	// Ecosystem is the contract's first toolchain: go, node, other.
+	Ecosystem string `json:"ecosystem,omitempty"`
+	// Version is the bootstrap version that ran it.
+	Version string `json:"version,omitempty"`
 	// Dir is the copy synth worked on; its .bootstrap holds contract and traces.
 	Dir string `json:"dir"`
 }
@@ -94,50 +103,179 @@ type Report struct {
 	Tokens   int   `json:"tokens"`
 }
 
+// Options shape a Run.
+type Options struct {
+	// Jobs is how many repositories run at once on each engine (at least 1).
+	Jobs int
+	// Engines are the container engines to spread repositories over
+	// (Docker's forms: unix://, tcp://); none means the environment's.
+	Engines []string
+	// Version is the tool's version, recorded in every row: a resumed run
+	// reuses only rows of the same source, revision and version.
+	Version string
+	// Previous is the report of an earlier run to resume: its finished
+	// rows are kept, the errored and missing ones run.
+	Previous *Report
+	// Save, when set, is given the report after every row, so an
+	// interrupted run leaves a consistent one to resume.
+	Save     func(*Report) error
+	Progress io.Writer
+}
+
 // Run synthesizes every entry in a fresh copy under work (so the corpus is
-// never modified) and reports. It goes on after a repository fails; ctx
-// cancellation stops it and returns what was done.
-func Run(ctx context.Context, entries []Entry, work string, fn Synthesize, progress io.Writer) (*Report, error) {
-	rep := &Report{Total: len(entries)}
-	for i, e := range entries {
-		if err := ctx.Err(); err != nil {
-			return rep, err
-		}
-		dir := filepath.Join(work, fmt.Sprintf("%03d-%s", i+1, slug(e.Source)))
-		row := Row{Source: e.Source, Rev: e.Rev, Dir: dir}
-		start := time.Now()
-		out, err := prepare(ctx, e, dir)
-		var o *synth.Summary
-		if err == nil {
-			o, err = fn(ctx, dir, out)
-		}
-		row.Seconds = time.Since(start).Seconds()
-		if o != nil {
-			row.Verified, row.Attempts, row.Tokens, row.Diagnosis = o.Verified, o.Replays(), o.Tokens, o.Diagnosis
-			if n := len(o.Attempts); n > 0 && !o.Verified {
-				row.Class = o.Attempts[n-1].Class
-			}
-			for _, d := range o.Deltas {
-				if d.Accepted {
-					row.Repairs = append(row.Repairs, d.Rule)
-				} else {
-					row.Rejected++
-				}
-			}
-		}
-		if err != nil {
-			row.Error = err.Error()
-		}
-		if row.Verified {
-			rep.Verified++
-		}
-		rep.Tokens += row.Tokens
-		rep.Rows = append(rep.Rows, row)
-		if progress != nil {
-			fmt.Fprintf(progress, "[%d/%d] %s: %s\n", i+1, len(entries), e.Source, verdict(row))
+// never modified) and reports, in corpus order. Up to Jobs repositories run
+// at once on each engine (each repository's replays stay sequential in its
+// own synth); a repository that fails, or whose synth panics, is that row's
+// failure and the rest go on. ctx cancellation stops what runs (their rows
+// say so) and starts nothing more; the report holds what was done.
+func Run(ctx context.Context, entries []Entry, work string, fn Synthesize, opts Options) (*Report, error) {
+	engines := opts.Engines
+	if len(engines) == 0 {
+		engines = []string{""}
+	}
+	jobs := max(opts.Jobs, 1)
+	// One token per concurrent slot, each naming its engine.
+	slots := make(chan string, jobs*len(engines))
+	for range jobs {
+		for _, e := range engines {
+			slots <- e
 		}
 	}
-	return rep, nil
+	rows := make([]*Row, len(entries))
+	if opts.Previous != nil {
+		for i, e := range entries {
+			rows[i] = opts.Previous.finished(e, opts.Version)
+		}
+	}
+	var mu sync.Mutex
+	var saveErr error
+	done := 0
+	for _, r := range rows {
+		if r != nil {
+			done++
+		}
+	}
+	if opts.Previous != nil && opts.Progress != nil {
+		fmt.Fprintf(opts.Progress, "resuming: %d of %d finished with %s already; running the rest\n", done, len(entries), opts.Version)
+	}
+	p := pool.New().WithMaxGoroutines(cap(slots))
+	for i, e := range entries {
+		if rows[i] != nil {
+			continue
+		}
+		p.Go(func() {
+			if ctx.Err() != nil {
+				return
+			}
+			engine := <-slots
+			defer func() { slots <- engine }()
+			if ctx.Err() != nil {
+				return
+			}
+			row := runOne(ctx, i, e, work, engine, fn)
+			row.Version = opts.Version
+			mu.Lock()
+			defer mu.Unlock()
+			rows[i] = &row
+			done++
+			if opts.Progress != nil {
+				fmt.Fprintf(opts.Progress, "[%d/%d] %s: %s\n", done, len(entries), e.Source, verdict(row))
+			}
+			if opts.Save != nil {
+				if err := opts.Save(assemble(rows)); err != nil && saveErr == nil {
+					saveErr = err
+				}
+			}
+		})
+	}
+	p.Wait()
+	rep := assemble(rows)
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	return rep, saveErr
+}
+
+// assemble is the report of the rows done, in corpus order.
+func assemble(rows []*Row) *Report {
+	rep := &Report{Total: len(rows)}
+	for _, r := range rows {
+		if r == nil {
+			continue
+		}
+		if r.Verified {
+			rep.Verified++
+		}
+		rep.Tokens += r.Tokens
+		rep.Rows = append(rep.Rows, *r)
+	}
+	return rep
+}
+
+// finished is the earlier row of e that a resumed run keeps: the same
+// source, revision and tool version, and it ran to a verdict.
+func (r *Report) finished(e Entry, version string) *Row {
+	for _, row := range r.Rows {
+		if row.Source == e.Source && row.Rev == e.Rev && row.Version == version && row.Error == "" {
+			return &row
+		}
+	}
+	return nil
+}
+
+// runOne synthesizes entry i in its copy under work on engine; a panic in
+// fn is the row's error.
+func runOne(ctx context.Context, i int, e Entry, work, engine string, fn Synthesize) (row Row) {
+	dir := filepath.Join(work, fmt.Sprintf("%03d-%s", i+1, slug(e.Source)))
+	row = Row{Source: e.Source, Rev: e.Rev, Dir: dir, Engine: engine}
+	start := time.Now()
+	defer func() {
+		if p := recover(); p != nil {
+			row.Error = fmt.Sprintf("synth panicked: %v", p)
+		}
+		row.Seconds = time.Since(start).Seconds()
+	}()
+	// A rerun (a resumed row that errored) starts from a fresh copy.
+	if err := os.RemoveAll(dir); err != nil {
+		row.Error = err.Error()
+		return row
+	}
+	out, err := prepare(ctx, e, dir)
+	var o *synth.Summary
+	if err == nil {
+		o, err = fn(ctx, dir, out, engine)
+	}
+	if o != nil {
+		row.Verified, row.Attempts, row.Tokens, row.Diagnosis = o.Verified, o.Replays(), o.Tokens, o.Diagnosis
+		if n := len(o.Attempts); n > 0 && !o.Verified {
+			row.Class = o.Attempts[n-1].Class
+		}
+		for _, d := range o.Deltas {
+			if d.Accepted {
+				row.Repairs = append(row.Repairs, d.Rule)
+			} else {
+				row.Rejected++
+			}
+		}
+		row.Ecosystem = ecosystem(dir)
+	}
+	if err != nil {
+		row.Error = err.Error()
+	}
+	return row
+}
+
+// ecosystem names the copy's contract's first toolchain (go, node, ...),
+// "other" for a contract with none, "" when synth left no contract.
+func ecosystem(dir string) string {
+	c, err := contract.Load(filepath.Join(dir, contract.Dir, contract.File))
+	if err != nil {
+		return ""
+	}
+	if len(c.Toolchains) == 0 {
+		return "other"
+	}
+	return c.Toolchains[0].Name
 }
 
 // prepare puts a copy of the entry at dir and returns the revision synth

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/bootstrap-dev/bootstrap/fixtures"
 	"github.com/bootstrap-dev/bootstrap/plan"
@@ -43,7 +46,7 @@ func TestRunCopiesAndReports(t *testing.T) {
 	}
 	entries := []Entry{{Source: gitRepo, Rev: head}, {Source: plain}, {Source: filepath.Join(t.TempDir(), "gone")}}
 	var seen []string
-	fn := func(ctx context.Context, dir, rev string) (*synth.Summary, error) {
+	fn := func(ctx context.Context, dir, rev, _ string) (*synth.Summary, error) {
 		seen = append(seen, rev)
 		if hasFile(ctx, dir, rev, "go.mod") {
 			return &synth.Summary{Verified: true, Attempts: make([]synth.AttemptSummary, 2), Deltas: []synth.Logged{{Delta: synth.Delta{Rule: "missing-command"}, Accepted: true}, {Delta: synth.Delta{Rule: "llm"}}}}, nil
@@ -51,7 +54,7 @@ func TestRunCopiesAndReports(t *testing.T) {
 		return &synth.Summary{Attempts: []synth.AttemptSummary{{}, {}, {Class: "test-failure"}}, Diagnosis: "tests fail"}, errors.New("budget")
 	}
 	var progress bytes.Buffer
-	rep, err := Run(context.Background(), entries, t.TempDir(), fn, &progress)
+	rep, err := Run(context.Background(), entries, t.TempDir(), fn, Options{Progress: &progress})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,14 +139,14 @@ func TestLocalClones(t *testing.T) {
 	}
 	want := []string{first, first, second, first, second}
 	var got []string
-	fn := func(ctx context.Context, dir, rev string) (*synth.Summary, error) {
+	fn := func(ctx context.Context, dir, rev, _ string) (*synth.Summary, error) {
 		got = append(got, rev)
 		if !hasFile(ctx, dir, rev, "go.mod") {
 			return nil, errors.New("go.mod missing from the copy")
 		}
 		return &synth.Summary{Verified: hasFile(ctx, dir, rev, "later.txt") == (rev == second)}, nil
 	}
-	rep, err := Run(context.Background(), entries, t.TempDir(), fn, nil)
+	rep, err := Run(context.Background(), entries, t.TempDir(), fn, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -228,5 +231,95 @@ func TestAssignments(t *testing.T) {
 		if strings.Contains(run, "PKG=x") && env["PKG"] != "x" || strings.Contains(run, "it") && env["A"] != "it's" {
 			t.Errorf("assignments(%q) env = %v", run, env)
 		}
+	}
+}
+
+// TestRunFleet runs a corpus two at a time on each of two engines through a
+// stand-in synth: rows come back in corpus order with their engine, no
+// engine runs more than two at once, and a panicking synth is its row's
+// error alone.
+func TestRunFleet(t *testing.T) {
+	var entries []Entry
+	src := fixtures.Repo(t, "node-npm")
+	for i := range 8 {
+		entries = append(entries, Entry{Source: src + strings.Repeat("/.", i)})
+	}
+	var mu sync.Mutex
+	running, most := map[string]int{}, map[string]int{}
+	fn := func(ctx context.Context, dir, rev, engine string) (*synth.Summary, error) {
+		mu.Lock()
+		running[engine]++
+		most[engine] = max(most[engine], running[engine])
+		mu.Unlock()
+		defer func() { mu.Lock(); running[engine]--; mu.Unlock() }()
+		time.Sleep(20 * time.Millisecond)
+		if strings.HasPrefix(filepath.Base(dir), "003-") {
+			panic("boom")
+		}
+		return &synth.Summary{Verified: true, Attempts: make([]synth.AttemptSummary, 1)}, nil
+	}
+	var saved []int
+	rep, err := Run(context.Background(), entries, t.TempDir(), fn, Options{Jobs: 2, Engines: []string{"unix:///a.sock", "tcp://127.0.0.1:1"}, Version: "v1",
+		Save: func(r *Report) error { saved = append(saved, len(r.Rows)); return nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Rows) != 8 || rep.Verified != 7 || !strings.Contains(rep.Rows[2].Error, "synth panicked: boom") {
+		t.Fatalf("report %+v: want 8 rows, the third's panic its own error", rep)
+	}
+	for i, r := range rep.Rows {
+		if !strings.HasPrefix(filepath.Base(r.Dir), fmt.Sprintf("%03d-", i+1)) || r.Engine == "" || r.Version != "v1" {
+			t.Errorf("row %d: %+v: want corpus order, an engine and the version", i, r)
+		}
+	}
+	if most["unix:///a.sock"] > 2 || most["tcp://127.0.0.1:1"] > 2 || most["unix:///a.sock"]+most["tcp://127.0.0.1:1"] < 3 {
+		t.Errorf("at once per engine: %v; want at most 2 each, and more than one engine busy", most)
+	}
+	if len(saved) != 8 || saved[7] != 8 {
+		t.Errorf("saves %v: want the report after each row", saved)
+	}
+}
+
+// TestRunResume keeps the rows an earlier run finished with the same
+// version, and runs the errored, the missing and those of another version.
+func TestRunResume(t *testing.T) {
+	src := fixtures.Repo(t, "node-npm")
+	entries := []Entry{{Source: src, Rev: ""}, {Source: src + "/."}, {Source: src + "/./."}, {Source: src + "/././."}}
+	prev := &Report{Rows: []Row{
+		{Source: entries[0].Source, Verified: true, Version: "v1", Attempts: 3},
+		{Source: entries[1].Source, Error: "synth exited with signal: interrupt", Version: "v1"},
+		{Source: entries[2].Source, Verified: true, Version: "v0"},
+	}}
+	var ran []string
+	fn := func(ctx context.Context, dir, rev, engine string) (*synth.Summary, error) {
+		ran = append(ran, filepath.Base(dir)[:3])
+		return &synth.Summary{Attempts: make([]synth.AttemptSummary, 1)}, nil
+	}
+	rep, err := Run(context.Background(), entries, t.TempDir(), fn, Options{Version: "v1", Previous: prev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(ran, ",") != "002,003,004" {
+		t.Fatalf("ran %v: want all but the first, which finished with this version", ran)
+	}
+	if len(rep.Rows) != 4 || rep.Rows[0].Attempts != 3 || rep.Verified != 1 || rep.Rows[1].Error != "" {
+		t.Fatalf("report %+v", rep)
+	}
+}
+
+// TestRunInterrupted stops at a cancel: what ran is reported, nothing more starts.
+func TestRunInterrupted(t *testing.T) {
+	src := fixtures.Repo(t, "node-npm")
+	entries := []Entry{{Source: src}, {Source: src + "/."}, {Source: src + "/./."}}
+	ctx, cancel := context.WithCancel(context.Background())
+	n := 0
+	fn := func(ctx context.Context, dir, rev, engine string) (*synth.Summary, error) {
+		n++
+		cancel()
+		return nil, ctx.Err()
+	}
+	rep, err := Run(ctx, entries, t.TempDir(), fn, Options{})
+	if !errors.Is(err, context.Canceled) || n != 1 || len(rep.Rows) != 1 || rep.Rows[0].Error == "" || rep.Total != 3 {
+		t.Fatalf("err %v, ran %d, report %+v: want the one row that ran, errored, and the cancel", err, n, rep)
 	}
 }

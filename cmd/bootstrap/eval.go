@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,7 +28,9 @@ import (
 func newEval() *cobra.Command {
 	var f synthFlags
 	var work, out, expect string
-	var planOnly bool
+	var planOnly, resume bool
+	var jobs int
+	var engines []string
 	cmd := &cobra.Command{
 		Use:   "eval [flags] CORPUS",
 		Short: "Run synth over a corpus of repositories and report how each fared",
@@ -72,8 +76,25 @@ failure, not the batch's.`,
 			if err != nil {
 				return fmt.Errorf("finding the bootstrap binary to run each repository: %w", err)
 			}
-			fn := isolated(exe, synthArgs(cmd), cmd.ErrOrStderr())
-			rep, runErr := eval.Run(cmd.Context(), entries, work, fn, cmd.ErrOrStderr())
+			// Several at once: their own progress would interleave; each
+			// row's line says how it ended, the copy's trace the rest.
+			childErr := cmd.ErrOrStderr()
+			if jobs*max(len(engines), 1) > 1 {
+				childErr = io.Discard
+			}
+			opts := eval.Options{Jobs: jobs, Engines: engines, Version: version, Progress: cmd.ErrOrStderr()}
+			if resume {
+				if out == "" {
+					return &usageError{errors.New("--resume needs --report FILE, the report to resume")}
+				}
+				if opts.Previous, err = readReport(out); err != nil {
+					return err
+				}
+			}
+			if out != "" {
+				opts.Save = func(r *eval.Report) error { return writeJSON(out, r) }
+			}
+			rep, runErr := eval.Run(cmd.Context(), entries, work, isolated(exe, synthArgs(cmd), childErr), opts)
 			rep.WriteTable(cmd.OutOrStdout())
 			fmt.Fprintf(cmd.ErrOrStderr(), "copies, contracts and traces are in %s\n", work)
 			if out != "" {
@@ -91,6 +112,9 @@ failure, not the batch's.`,
 	// FILE. It still does, so scripts keep working.
 	cmd.Flags().StringVar(&out, "json", "", "")
 	_ = cmd.Flags().MarkHidden("json")
+	cmd.Flags().IntVar(&jobs, "jobs", 1, "repositories to synthesize at once on each engine (each one's replays stay sequential)")
+	cmd.Flags().StringArrayVar(&engines, "engine", nil, "a Docker engine to spread repositories over: unix:///path, tcp://host:port (TLS from DOCKER_CERT_PATH and DOCKER_TLS_VERIFY); repeatable (default: DOCKER_HOST's)")
+	cmd.Flags().BoolVar(&resume, "resume", false, "keep the rows of --report FILE that finished with this version, and run the rest (those that errored, or never ran)")
 	cmd.Flags().BoolVar(&planOnly, "plan-only", false, "only discover and plan each repository (offline, no engine) and report the chosen jobs and commands")
 	cmd.Flags().StringVar(&expect, "expect", "", "with --plan-only: check each plan against this table of expected jobs, cells, verify commands and toolchains")
 	return cmd
@@ -115,13 +139,14 @@ func planCorpus(cmd *cobra.Command, entries []eval.Entry, expectFile, out string
 	return err
 }
 
-// writeJSON writes v as indented JSON to file.
+// writeJSON writes v as indented JSON to file, atomically: an interrupted
+// eval leaves the last whole report.
 func writeJSON(file string, v any) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding report: %w", err)
 	}
-	if err := os.WriteFile(file, append(b, '\n'), 0o644); err != nil {
+	if err := contract.WriteFileAtomic(file, append(b, '\n')); err != nil {
 		return fmt.Errorf("writing report: %w", err)
 	}
 	return nil
@@ -141,7 +166,24 @@ func self() (string, error) {
 }
 
 // evalOnly are eval's own flags, which the synth of one repository is not given.
-var evalOnly = map[string]bool{"work": true, "report": true, "json": true, "plan-only": true, "expect": true}
+var evalOnly = map[string]bool{"work": true, "report": true, "json": true, "plan-only": true, "expect": true, "jobs": true, "engine": true, "resume": true}
+
+// readReport reads the report a resumed eval continues; none yet is an
+// empty one.
+func readReport(file string) (*eval.Report, error) {
+	b, err := repo.ReadBounded(file, 64<<20)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &eval.Report{}, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the report to resume: %w", err)
+	}
+	var r eval.Report
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("reading the report to resume: %s: %w", file, err)
+	}
+	return &r, nil
+}
 
 // synthArgs are the flags the caller gave eval that synth takes too, for
 // each repository's synth process.
@@ -168,12 +210,17 @@ func synthArgs(cmd *cobra.Command) []string {
 // not (1) is that row's error, with the end of what it printed. Ctrl-C
 // reaches it as an interrupt, so it cleans up as synth does.
 func isolated(exe string, flags []string, stderr io.Writer) eval.Synthesize {
-	return func(ctx context.Context, dir, rev string) (*synth.Summary, error) {
+	return func(ctx context.Context, dir, rev, engine string) (*synth.Summary, error) {
 		args := append([]string{"synth", "--fresh"}, flags...)
 		if rev != "" {
 			args = append(args, "--rev", rev)
 		}
 		c := exec.CommandContext(ctx, exe, append(args, "--", dir)...)
+		if engine != "" {
+			// The engine's TLS material, if any, is the environment's
+			// (DOCKER_CERT_PATH, DOCKER_TLS_VERIFY), as for docker itself.
+			c.Env = append(os.Environ(), "DOCKER_HOST="+engine)
+		}
 		tail := bounded.Tail{Max: 4 << 10}
 		c.Stdout, c.Stderr = io.Discard, io.MultiWriter(stderr, &tail)
 		// Its own process group: a terminal's Ctrl-C reaches eval alone,

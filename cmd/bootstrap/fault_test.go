@@ -184,11 +184,17 @@ type privateEngine struct {
 	t    *testing.T
 	dir  string
 	host string
+	// tcp, when set, is a second address the engine listens on.
+	tcp  string
 	proc *os.Process
 	done chan struct{}
 }
 
-func newPrivateEngine(t *testing.T) *privateEngine {
+func newPrivateEngine(t *testing.T) *privateEngine { t.Helper(); return newPrivateEngineOn(t, "") }
+
+// newPrivateEngineOn is newPrivateEngine listening on tcp too, when set
+// (a loopback address).
+func newPrivateEngineOn(t *testing.T, tcp string) *privateEngine {
 	t.Helper()
 	need := func(why string, err error) {
 		if err == nil {
@@ -210,7 +216,7 @@ func newPrivateEngine(t *testing.T) *privateEngine {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &privateEngine{t: t, dir: dir, host: "unix://" + filepath.Join(dir, "docker.sock")}
+	e := &privateEngine{t: t, dir: dir, host: "unix://" + filepath.Join(dir, "docker.sock"), tcp: tcp}
 	t.Cleanup(e.teardown)
 	e.start()
 	e.copyImage(fixtures.BaseImage())
@@ -228,9 +234,13 @@ func (e *privateEngine) start() {
 		e.t.Fatal(err)
 	}
 	defer logf.Close()
-	cmd := exec.Command("dockerd", "--host", e.host, "--data-root", filepath.Join(e.dir, "data"),
+	hosts := []string{"--host", e.host}
+	if e.tcp != "" {
+		hosts = append(hosts, "--host", e.tcp)
+	}
+	cmd := exec.Command("dockerd", append(hosts, "--data-root", filepath.Join(e.dir, "data"),
 		"--exec-root", filepath.Join(e.dir, "exec"), "--pidfile", pidFile,
-		"--bridge=none", "--iptables=false")
+		"--bridge=none", "--iptables=false")...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
