@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -27,7 +28,7 @@ import (
 
 func newEval() *cobra.Command {
 	var f synthFlags
-	var work, out, expect string
+	var work, out, expect, htmlOut string
 	var planOnly, resume bool
 	var jobs int
 	var engines []string
@@ -102,12 +103,22 @@ failure, not the batch's.`,
 					return err
 				}
 			}
+			if htmlOut != "" {
+				var b bytes.Buffer
+				if err := rep.WriteHTML(&b); err != nil {
+					return err
+				}
+				if err := contract.WriteFileAtomic(htmlOut, b.Bytes()); err != nil {
+					return fmt.Errorf("writing the HTML report: %w", err)
+				}
+			}
 			return runErr
 		},
 	}
 	f.register(cmd, "per repository")
 	cmd.Flags().StringVar(&work, "work", "", "where the copies go (default: a new temporary directory)")
 	cmd.Flags().StringVar(&out, "report", "", "also write the full report as JSON to this file")
+	cmd.Flags().StringVar(&htmlOut, "html", "", "also write the report as a self-contained HTML page with plots to this file")
 	// --json is a switch everywhere else (discover, plan); here it took a
 	// FILE. It still does, so scripts keep working.
 	cmd.Flags().StringVar(&out, "json", "", "")
@@ -166,7 +177,7 @@ func self() (string, error) {
 }
 
 // evalOnly are eval's own flags, which the synth of one repository is not given.
-var evalOnly = map[string]bool{"work": true, "report": true, "json": true, "plan-only": true, "expect": true, "jobs": true, "engine": true, "resume": true}
+var evalOnly = map[string]bool{"work": true, "report": true, "json": true, "plan-only": true, "expect": true, "jobs": true, "engine": true, "resume": true, "html": true}
 
 // readReport reads the report a resumed eval continues; none yet is an
 // empty one.
