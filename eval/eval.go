@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -91,6 +92,10 @@ type Row struct {
 	Ecosystem string `json:"ecosystem,omitempty"`
 	// Version is the bootstrap version that ran it.
 	Version string `json:"version,omitempty"`
+	// BareSeconds is the verified contract's commands' time in one plain
+	// container (Options.Bench), BenchError why it could not be measured.
+	BareSeconds float64 `json:"bare_seconds,omitempty"`
+	BenchError  string  `json:"bench_error,omitempty"`
 	// Dir is the copy synth worked on; its .bootstrap holds contract and traces.
 	Dir string `json:"dir"`
 }
@@ -101,6 +106,9 @@ type Report struct {
 	Verified int   `json:"verified"`
 	Total    int   `json:"total"`
 	Tokens   int   `json:"tokens"`
+	// MedianRatio is the median over the benched rows of synth's wall time
+	// over the bare cold time of the contract's commands; 0 when none was.
+	MedianRatio float64 `json:"median_synth_over_bare,omitempty"`
 }
 
 // Options shape a Run.
@@ -118,7 +126,11 @@ type Options struct {
 	Previous *Report
 	// Save, when set, is given the report after every row, so an
 	// interrupted run leaves a consistent one to resume.
-	Save     func(*Report) error
+	Save func(*Report) error
+	// Bench, when set, times a verified repository's contract commands in
+	// a plain container (bootstrap bench --bare-only) on its engine: the
+	// row's BareSeconds, against which its synth time is judged.
+	Bench    func(ctx context.Context, dir, engine string) (float64, error)
 	Progress io.Writer
 }
 
@@ -174,6 +186,13 @@ func Run(ctx context.Context, entries []Entry, work string, fn Synthesize, opts 
 			}
 			row := runOne(ctx, i, e, work, engine, fn)
 			row.Version = opts.Version
+			if row.Verified && opts.Bench != nil && ctx.Err() == nil {
+				if s, err := opts.Bench(ctx, row.Dir, engine); err != nil {
+					row.BenchError = err.Error()
+				} else {
+					row.BareSeconds = s
+				}
+			}
 			mu.Lock()
 			defer mu.Unlock()
 			rows[i] = &row
@@ -199,6 +218,7 @@ func Run(ctx context.Context, entries []Entry, work string, fn Synthesize, opts 
 // assemble is the report of the rows done, in corpus order.
 func assemble(rows []*Row) *Report {
 	rep := &Report{Total: len(rows)}
+	var ratios []float64
 	for _, r := range rows {
 		if r == nil {
 			continue
@@ -206,8 +226,19 @@ func assemble(rows []*Row) *Report {
 		if r.Verified {
 			rep.Verified++
 		}
+		if r.BareSeconds > 0 {
+			ratios = append(ratios, r.Seconds/r.BareSeconds)
+		}
 		rep.Tokens += r.Tokens
 		rep.Rows = append(rep.Rows, *r)
+	}
+	if len(ratios) > 0 {
+		slices.Sort(ratios)
+		m := ratios[len(ratios)/2]
+		if len(ratios)%2 == 0 {
+			m = (ratios[len(ratios)/2-1] + m) / 2
+		}
+		rep.MedianRatio = roundTo(m, 2)
 	}
 	return rep
 }

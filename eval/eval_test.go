@@ -323,3 +323,10 @@ func TestRunInterrupted(t *testing.T) {
 		t.Fatalf("err %v, ran %d, report %+v: want the one row that ran, errored, and the cancel", err, n, rep)
 	}
 }
+
+func TestMedianRatio(t *testing.T) {
+	rows := []*Row{{Seconds: 30, BareSeconds: 20}, nil, {Seconds: 10}, {Seconds: 40, BareSeconds: 20}, {Seconds: 12, BareSeconds: 10}, {Seconds: 90, BareSeconds: 30}}
+	if r := assemble(rows); r.MedianRatio != 1.75 || len(r.Rows) != 5 || r.Total != 6 {
+		t.Fatalf("%+v: want the median of 1.2, 1.5, 2, 3 (1.75) over the benched rows", r)
+	}
+}

@@ -71,7 +71,7 @@ func (r *Report) plots() []svgPlot {
 	type tally struct{ verified, total int }
 	eco := map[string]*tally{}
 	classes := map[string]int{}
-	var times, replays []bar
+	var times, replays, ratios []bar
 	for i, row := range r.Rows {
 		e := cmp.Or(row.Ecosystem, "unknown")
 		if eco[e] == nil {
@@ -86,6 +86,10 @@ func (r *Report) plots() []svgPlot {
 		}
 		times = append(times, bar{Label: label, Value: roundTo(row.Seconds, 1), Text: strconv.FormatFloat(roundTo(row.Seconds, 1), 'f', -1, 64)})
 		replays = append(replays, bar{Label: label, Value: float64(row.Attempts), Text: strconv.Itoa(row.Attempts)})
+		if row.BareSeconds > 0 {
+			q := roundTo(row.Seconds/row.BareSeconds, 2)
+			ratios = append(ratios, bar{Label: label, Value: q, Text: strconv.FormatFloat(q, 'f', -1, 64) + "×"})
+		}
 	}
 	var rates []bar
 	for _, e := range slices.Sorted(maps.Keys(eco)) {
@@ -102,6 +106,7 @@ func (r *Report) plots() []svgPlot {
 		{Name: "seconds", Title: "wall time per repository", Unit: "s", Bars: times},
 		{Name: "classes", Title: "what stopped the unverified", Unit: "repositories", Bars: fails},
 		{Name: "replays", Title: "replays per repository", Unit: "replays", Bars: replays},
+		{Name: "ratio", Title: "synth time over the bare cold time of its commands", Unit: "×", Bars: ratios},
 	} {
 		out = append(out, layout(p))
 	}
@@ -134,6 +139,7 @@ td.n { text-align: right; }
 </head>
 <body>
 <h1>bootstrap eval: <span id="verified">{{.Verified}}</span> of <span id="total">{{.Total}}</span> verified</h1>
+{{if .MedianRatio}}<p>median synth time over bare cold time: <span id="median-ratio">{{.MedianRatio}}</span>×</p>{{end}}
 <div class="plots">
 {{range .Plots}}<figure>
 <figcaption>{{.Title}} ({{.Unit}})</figcaption>
@@ -148,9 +154,9 @@ td.n { text-align: right; }
 </figure>
 {{end}}</div>
 <table>
-<thead><tr><th>#</th><th>repository</th><th>ecosystem</th><th>verified</th><th>replays</th><th>seconds</th><th>engine</th><th>stopped by</th><th>repairs</th><th>diagnosis</th></tr></thead>
+<thead><tr><th>#</th><th>repository</th><th>ecosystem</th><th>verified</th><th>replays</th><th>seconds</th><th>bare seconds</th><th>engine</th><th>stopped by</th><th>repairs</th><th>diagnosis</th></tr></thead>
 <tbody>
-{{range $i, $r := .Rows}}<tr><td class="n">{{inc $i}}</td><td>{{$r.Source}}</td><td>{{$r.Ecosystem}}</td><td>{{$r.Verified}}</td><td class="n">{{$r.Attempts}}</td><td class="n">{{printf "%.0f" $r.Seconds}}</td><td>{{$r.Engine}}</td><td>{{$r.Class}}</td><td>{{range $j, $x := $r.Repairs}}{{if $j}}, {{end}}{{$x}}{{end}}</td><td>{{if $r.Error}}{{$r.Error}}{{else}}{{$r.Diagnosis}}{{end}}</td></tr>
+{{range $i, $r := .Rows}}<tr><td class="n">{{inc $i}}</td><td>{{$r.Source}}</td><td>{{$r.Ecosystem}}</td><td>{{$r.Verified}}</td><td class="n">{{$r.Attempts}}</td><td class="n">{{printf "%.0f" $r.Seconds}}</td><td class="n">{{if $r.BareSeconds}}{{printf "%.0f" $r.BareSeconds}}{{end}}</td><td>{{$r.Engine}}</td><td>{{$r.Class}}</td><td>{{range $j, $x := $r.Repairs}}{{if $j}}, {{end}}{{$x}}{{end}}</td><td>{{if $r.Error}}{{$r.Error}}{{else}}{{$r.Diagnosis}}{{end}}</td></tr>
 {{end}}</tbody>
 </table>
 </body>

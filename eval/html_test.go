@@ -15,10 +15,10 @@ import (
 	"time"
 )
 
-var sample = &Report{Total: 4, Verified: 2, Rows: []Row{
-	{Source: "/c/alpha", Verified: true, Attempts: 1, Seconds: 68.2, Ecosystem: "go"},
+var sample = &Report{Total: 4, Verified: 2, MedianRatio: 1.3, Rows: []Row{
+	{Source: "/c/alpha", Verified: true, Attempts: 1, Seconds: 68.2, Ecosystem: "go", BareSeconds: 62},
 	{Source: "/c/beta<script>alert(1)</script>", Attempts: 4, Seconds: 905, Ecosystem: "go", Class: "missing-command"},
-	{Source: "/c/gamma", Verified: true, Attempts: 2, Seconds: 91, Ecosystem: "node"},
+	{Source: "/c/gamma", Verified: true, Attempts: 2, Seconds: 91, Ecosystem: "node", BareSeconds: 65},
 	{Source: "/c/delta", Attempts: 0, Seconds: 3, Error: "synth exited with exit status 3"},
 }}
 
@@ -70,7 +70,7 @@ func TestHTMLInABrowser(t *testing.T) {
 		const r = s.getBoundingClientRect();
 		return {name: s.dataset.plot, w: r.width, h: r.height, bars: Array.from(s.querySelectorAll('rect.bar')).map(b =>
 			({label: b.dataset.label, value: Number(b.dataset.value), h: b.getBoundingClientRect().height, w: b.getBoundingClientRect().width}))};
-	}).concat([{name: 'heading', bars: [{label: 'verified', value: Number(document.getElementById('verified').textContent)}, {label: 'total', value: Number(document.getElementById('total').textContent)}]}]);`)
+	}).concat([{name: 'heading', bars: [{label: 'verified', value: Number(document.getElementById('verified').textContent)}, {label: 'total', value: Number(document.getElementById('total').textContent)}, {label: 'median', value: Number(document.getElementById('median-ratio').textContent)}]}]);`)
 	want := map[string][]struct {
 		label string
 		value float64
@@ -79,7 +79,8 @@ func TestHTMLInABrowser(t *testing.T) {
 		"seconds":    {{"1", 68.2}, {"2", 905}, {"3", 91}, {"4", 3}},
 		"classes":    {{"error", 1}, {"missing-command", 1}},
 		"replays":    {{"1", 1}, {"2", 4}, {"3", 2}, {"4", 0}},
-		"heading":    {{"verified", 2}, {"total", 4}},
+		"ratio":      {{"1", 1.1}, {"3", 1.4}},
+		"heading":    {{"verified", 2}, {"total", 4}, {"median", 1.3}},
 	}
 	if len(plots) != len(want) {
 		t.Fatalf("plots drawn: %+v; want %d", plots, len(want))

@@ -29,7 +29,7 @@ import (
 func newEval() *cobra.Command {
 	var f synthFlags
 	var work, out, expect, htmlOut string
-	var planOnly, resume bool
+	var planOnly, resume, bench bool
 	var jobs int
 	var engines []string
 	cmd := &cobra.Command{
@@ -95,6 +95,9 @@ failure, not the batch's.`,
 			if out != "" {
 				opts.Save = func(r *eval.Report) error { return writeJSON(out, r) }
 			}
+			if bench {
+				opts.Bench = bareTime(exe)
+			}
 			rep, runErr := eval.Run(cmd.Context(), entries, work, isolated(exe, synthArgs(cmd), childErr), opts)
 			rep.WriteTable(cmd.OutOrStdout())
 			fmt.Fprintf(cmd.ErrOrStderr(), "copies, contracts and traces are in %s\n", work)
@@ -125,6 +128,7 @@ failure, not the batch's.`,
 	_ = cmd.Flags().MarkHidden("json")
 	cmd.Flags().IntVar(&jobs, "jobs", 1, "repositories to synthesize at once on each engine (each one's replays stay sequential)")
 	cmd.Flags().StringArrayVar(&engines, "engine", nil, "a Docker engine to spread repositories over: unix:///path, tcp://host:port (TLS from DOCKER_CERT_PATH and DOCKER_TLS_VERIFY); repeatable (default: DOCKER_HOST's)")
+	cmd.Flags().BoolVar(&bench, "bench", false, "time each verified contract's commands in a plain docker run too (bootstrap bench --bare-only): the report's synth ÷ bare ratios")
 	cmd.Flags().BoolVar(&resume, "resume", false, "keep the rows of --report FILE that finished with this version, and run the rest (those that errored, or never ran)")
 	cmd.Flags().BoolVar(&planOnly, "plan-only", false, "only discover and plan each repository (offline, no engine) and report the chosen jobs and commands")
 	cmd.Flags().StringVar(&expect, "expect", "", "with --plan-only: check each plan against this table of expected jobs, cells, verify commands and toolchains")
@@ -177,7 +181,7 @@ func self() (string, error) {
 }
 
 // evalOnly are eval's own flags, which the synth of one repository is not given.
-var evalOnly = map[string]bool{"work": true, "report": true, "json": true, "plan-only": true, "expect": true, "jobs": true, "engine": true, "resume": true, "html": true}
+var evalOnly = map[string]bool{"work": true, "report": true, "json": true, "plan-only": true, "expect": true, "jobs": true, "engine": true, "resume": true, "html": true, "bench": true}
 
 // readReport reads the report a resumed eval continues; none yet is an
 // empty one.
@@ -254,6 +258,29 @@ func isolated(exe string, flags []string, stderr io.Writer) eval.Synthesize {
 			return nil, fmt.Errorf("synth left no summary: %w", readErr)
 		}
 		return sum, nil
+	}
+}
+
+// bareTime is eval --bench: exe bench --bare-only --json on the verified
+// copy, in a process of its own on the row's engine.
+func bareTime(exe string) func(ctx context.Context, dir, engine string) (float64, error) {
+	return func(ctx context.Context, dir, engine string) (float64, error) {
+		c := exec.CommandContext(ctx, exe, "bench", "--bare-only", "--json", "--", dir)
+		if engine != "" {
+			c.Env = append(os.Environ(), "DOCKER_HOST="+engine)
+		}
+		tail := bounded.Tail{Max: 4 << 10}
+		c.Stderr = &tail
+		c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
+		out, err := c.Output()
+		if err != nil {
+			return 0, fmt.Errorf("bench: %v: %s", err, lastLines(tail.Bytes()))
+		}
+		var r benchReport
+		if err := json.Unmarshal(out, &r); err != nil {
+			return 0, fmt.Errorf("bench: %w", err)
+		}
+		return r.Bare, nil
 	}
 }
 

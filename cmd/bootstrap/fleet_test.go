@@ -97,10 +97,22 @@ func TestEvalFleet(t *testing.T) {
 		return stderr.String()
 	}
 
-	run("--work", filepath.Join(root, "seq"), "--report", filepath.Join(root, "seq.json"), corpus)
-	want, _ := verdicts(t, filepath.Join(root, "seq.json"))
+	run("--bench", "--html", filepath.Join(root, "seq.html"), "--work", filepath.Join(root, "seq"), "--report", filepath.Join(root, "seq.json"), corpus)
+	want, seq := verdicts(t, filepath.Join(root, "seq.json"))
 	if len(want) != 4 || !want[strings.Split(readLine(t, corpus, 0), " ")[0]] {
 		t.Fatalf("sequential verdicts %v: want four, the first verified", want)
+	}
+	// --bench timed each verified contract's commands in a plain container.
+	for _, r := range seq.Rows {
+		if r.Verified != (r.BareSeconds > 0) || r.BenchError != "" {
+			t.Errorf("row %s: verified %v, bare %vs %s", r.Source, r.Verified, r.BareSeconds, r.BenchError)
+		}
+	}
+	if seq.MedianRatio <= 0 {
+		t.Errorf("median synth over bare: %v", seq.MedianRatio)
+	}
+	if page, err := os.ReadFile(filepath.Join(root, "seq.html")); err != nil || !bytes.Contains(page, []byte(`data-plot="ratio"`)) {
+		t.Errorf("the HTML report: %v", err)
 	}
 
 	run("--jobs", "2", "--engine", one.host, "--engine", two.tcp, "--work", filepath.Join(root, "fleet"), "--report", filepath.Join(root, "fleet.json"), corpus)

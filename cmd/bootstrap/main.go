@@ -145,6 +145,7 @@ invalid, for validate); 2 a crash of the Go runtime, such as out of memory;
 		newShell(),
 		newMCP(),
 		newCache(),
+		newBench(),
 		newSynth(),
 		newImage(),
 		newEval(),

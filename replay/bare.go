@@ -1,0 +1,120 @@
+package replay
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/repo"
+)
+
+// BareResult is how a bare run of a contract's commands went.
+type BareResult struct {
+	ExitCode int
+	// Duration is from the copy of the repository to the last command's
+	// end: what a person running the commands in one plain container pays.
+	Duration time.Duration
+}
+
+// Bare runs every command of in.Contract the plain way, for comparison with
+// a replay (bootstrap bench): one container of the base image, the host's
+// network throughout, root, the toolchains mounted as the replay mounts
+// them (filled first, untimed, as a download is not the replay's cost
+// either), the repository copied in, the system packages installed with
+// apt-get, then every step of every stage in order with the contract's
+// env. No user, no per-stage containers, no network switching, no trace,
+// tree check or record: the time of the commands themselves.
+func (r *Runner) Bare(ctx context.Context, in Input, stdout, stderr io.Writer) (*BareResult, error) {
+	if in.Contract == nil || in.Snapshot == nil {
+		return nil, errors.New("a bare run needs a contract and a snapshot")
+	}
+	if err := contract.Validate(in.Contract); err != nil {
+		return nil, fmt.Errorf("invalid contract: %w", err)
+	}
+	if r.engine == nil {
+		return nil, errors.New("a bare run needs an engine (WithEngine)")
+	}
+	p, err := r.prepareInputs(in)
+	if err != nil {
+		return nil, err
+	}
+	x := &run{Runner: r, in: in, inputs: p, id: newRunID(), contract: in.Contract.Clone(), start: r.now(), durations: map[string]int64{}}
+	if err := x.resolveImage(ctx); err != nil {
+		return nil, err
+	}
+	if err := x.fetchToolchains(ctx); err != nil {
+		return nil, err
+	}
+	var mounts []Mount
+	for _, a := range x.artifacts {
+		v := toolVolume(a.Toolchain)
+		if _, err := r.engine.EnsureVolume(ctx, v, map[string]string{LabelRole: RoleToolchain}); err != nil {
+			return nil, fmt.Errorf("creating toolchain volume: %w", err)
+		}
+		mounts = append(mounts, Mount{Volume: v, Target: toolRoot + "/" + a.Toolchain.Name})
+	}
+	c, err := r.engine.Start(ctx, ContainerSpec{Image: x.image.ID, Network: NetworkHost, Mounts: mounts, Labels: map[string]string{LabelRun: x.id, LabelRole: "bare"}, KeepCapabilities: true})
+	if err != nil {
+		return nil, fmt.Errorf("starting the bare container: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		_ = c.Remove(cctx)
+	}()
+	for _, a := range x.artifacts {
+		target := toolRoot + "/" + a.Toolchain.Name
+		res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"test", "-f", target + "/" + completeMark}, User: "root", Env: []string{"PATH=" + stdPath}})
+		if err != nil {
+			return nil, fmt.Errorf("checking toolchain volume: %w", err)
+		}
+		if res.ExitCode != 0 {
+			if err := x.fillToolchain(ctx, c, a, target); err != nil {
+				return nil, err
+			}
+		}
+	}
+	start := time.Now()
+	src := hideDir{FS: in.Snapshot.FS, dir: contract.Dir}
+	if err := copyTar(ctx, c, "/", src, repo.TarOptions{ModTime: in.Snapshot.CommitTime, Prefix: strings.TrimPrefix(srcDir, "/") + "/"}); err != nil {
+		return nil, fmt.Errorf("copying the repository in: %w", err)
+	}
+	// As root, with the network, HOME where root's is; the replay's env
+	// otherwise, so the same toolchains and caches are found.
+	x.contract.User = "root"
+	env := x.env(true)
+	res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"bash", "-e", "-o", "pipefail", "-c", bareScript(x.contract)}, User: "root", Env: env, WorkDir: srcDir, Stdout: stdout, Stderr: stderr})
+	if err != nil {
+		return nil, fmt.Errorf("running the commands: %w", err)
+	}
+	return &BareResult{ExitCode: res.ExitCode, Duration: time.Since(start)}, nil
+}
+
+// bareScript installs the packages and runs every step in order, each in
+// its directory, stopping at the first that fails.
+func bareScript(c *contract.Contract) string {
+	var b strings.Builder
+	b.WriteString("export DEBIAN_FRONTEND=noninteractive\n")
+	if pkgs := packageList(c); len(pkgs) > 0 {
+		b.WriteString("apt-get update -q && apt-get install -y -q --no-install-recommends")
+		for _, p := range pkgs {
+			b.WriteString(" " + shellQuote(p))
+		}
+		b.WriteString("\n")
+	}
+	for _, s := range c.Stages {
+		for _, st := range s.Steps {
+			dir := srcDir
+			if st.Cwd != "" {
+				dir = path.Join(srcDir, st.Cwd)
+			}
+			fmt.Fprintf(&b, "(cd %s && bash -e -o pipefail -c %s)\n", shellQuote(dir), shellQuote(st.Run))
+		}
+	}
+	return b.String()
+}
