@@ -68,15 +68,8 @@ func (r *Runner) Bare(ctx context.Context, in Input, stdout, stderr io.Writer) (
 		_ = c.Remove(cctx)
 	}()
 	for _, a := range x.artifacts {
-		target := toolRoot + "/" + a.Toolchain.Name
-		res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"test", "-f", target + "/" + completeMark}, User: "root", Env: []string{"PATH=" + stdPath}})
-		if err != nil {
-			return nil, fmt.Errorf("checking toolchain volume: %w", err)
-		}
-		if res.ExitCode != 0 {
-			if err := x.fillToolchain(ctx, c, a, target); err != nil {
-				return nil, err
-			}
+		if err := x.ensureToolchain(ctx, c, a); err != nil {
+			return nil, err
 		}
 	}
 	start := time.Now()

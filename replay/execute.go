@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/bootstrap-dev/bootstrap/contract"
@@ -381,15 +382,7 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("copying the repository in: %w", err)
 	}
 	for _, a := range x.artifacts {
-		target := toolRoot + "/" + a.Toolchain.Name
-		res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"test", "-f", target + "/" + completeMark}, User: "root", Env: []string{"PATH=" + stdPath}})
-		if err != nil {
-			return false, fmt.Errorf("checking toolchain volume: %w", err)
-		}
-		if res.ExitCode == 0 {
-			continue
-		}
-		if err := x.fillToolchain(ctx, c, a, target); err != nil {
+		if err := x.ensureToolchain(ctx, c, a); err != nil {
 			return false, err
 		}
 	}
@@ -521,6 +514,65 @@ func copyTar(ctx context.Context, c Container, dir string, fsys fs.FS, opts repo
 		err = ctx.Err()
 	}
 	return err
+}
+
+// ensureToolchain fills a's volume, mounted in c, unless it is complete.
+// Runs that share the cache directory fill it one at a time (a lock file
+// there): the second finds it complete and neither copies over the other.
+func (x *run) ensureToolchain(ctx context.Context, c Container, a Artifact) error {
+	target := toolRoot + "/" + a.Toolchain.Name
+	complete := func() (bool, error) {
+		res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"test", "-f", target + "/" + completeMark}, User: "root", Env: []string{"PATH=" + stdPath}})
+		if err != nil {
+			return false, fmt.Errorf("checking toolchain volume: %w", err)
+		}
+		return res.ExitCode == 0, nil
+	}
+	if ok, err := complete(); ok || err != nil {
+		return err
+	}
+	unlock, err := x.lock(ctx, toolVolume(a.Toolchain))
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	if ok, err := complete(); ok || err != nil {
+		return err
+	}
+	return x.fillToolchain(ctx, c, a, target)
+}
+
+// lock takes the cache directory's lock of name, waiting for another
+// process that holds it, until ctx ends; without a cache directory there
+// is no one to share with.
+func (x *run) lock(ctx context.Context, name string) (func(), error) {
+	if x.cacheDir == "" {
+		return func() {}, nil
+	}
+	dir := filepath.Join(x.cacheDir, "locks")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		if err == nil {
+			return func() { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, syscall.EWOULDBLOCK) {
+			f.Close()
+			return nil, fmt.Errorf("locking %s: %w", name, err)
+		}
+		select {
+		case <-ctx.Done():
+			f.Close()
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
 }
 
 func (x *run) fillToolchain(ctx context.Context, c Container, a Artifact, target string) error {

@@ -1,0 +1,88 @@
+package replay_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/bootstrap-dev/bootstrap/contract"
+	"github.com/bootstrap-dev/bootstrap/fixtures/fakeengine"
+	"github.com/bootstrap-dev/bootstrap/replay"
+	"github.com/bootstrap-dev/bootstrap/traces"
+)
+
+// stubToolchains hands out one unpacked toolchain directory.
+type stubToolchains struct{ dir string }
+
+func (s stubToolchains) Fetch(_ context.Context, tc contract.Toolchain) (replay.Artifact, error) {
+	tc.Hash = "h1:stub="
+	return replay.Artifact{Toolchain: tc, Dir: s.dir}, nil
+}
+
+// TestConcurrentRunsFillAToolchainOnce replays two contracts pinning the
+// same toolchain at once, sharing a cache directory: the toolchain volume
+// is filled by one of them, and the other finds it complete.
+func TestConcurrentRunsFillAToolchainOnce(t *testing.T) {
+	var fills, looked atomic.Int32
+	var complete atomic.Bool
+	bothLooked := make(chan struct{})
+	hook := func(ctx context.Context, c *fakeengine.Container, spec replay.ExecSpec) (replay.ExecResult, error, bool) {
+		cmd := strings.Join(spec.Cmd, " ")
+		switch {
+		case strings.HasPrefix(cmd, "test -f /opt/bootstrap/go/"):
+			// Both look before either fills: what orders them after is
+			// what the test is about.
+			if looked.Add(1) == 2 {
+				close(bothLooked)
+			}
+			select {
+			case <-bothLooked:
+			case <-time.After(5 * time.Second):
+			}
+			if complete.Load() {
+				return replay.ExecResult{}, nil, true
+			}
+			return replay.ExecResult{ExitCode: 1}, nil, true
+		case strings.HasPrefix(cmd, "touch /opt/bootstrap/go/"):
+			fills.Add(1)
+			complete.Store(true)
+			return replay.ExecResult{}, nil, true
+		}
+		return setupHook(ctx, c, spec)
+	}
+	e, err := fakeengine.New(fakeengine.WithExecHook(hook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.AddImage("scratch:test", replay.ImageInfo{ID: baseID})
+	tool := t.TempDir()
+	if err := os.WriteFile(filepath.Join(tool, "tool"), []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cache := t.TempDir()
+	var wg sync.WaitGroup
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c := testContract("true")
+			c.Toolchains = []contract.Toolchain{{Name: "go", Version: "1.22.12", Source: "golang.org/toolchain@v0.0.1-go1.22.12.linux-amd64"}}
+			c.Env["RUN"] = string(rune('a' + i))
+			res, err := replay.New(replay.WithEngine(e), replay.WithCacheDir(cache), replay.WithToolchains(stubToolchains{tool})).
+				Run(context.Background(), replay.Input{Contract: c, Snapshot: snapshot(), OutDir: t.TempDir()})
+			if err != nil || res.Verdict != traces.Pass {
+				t.Errorf("replay %d: %v %+v", i, err, res)
+			}
+		}()
+	}
+	wg.Wait()
+	if n := fills.Load(); n != 1 {
+		t.Fatalf("the toolchain volume was filled %d times, want once", n)
+	}
+}
