@@ -201,7 +201,7 @@ func BenchmarkExecAgain(b *testing.B) {
 			b.Fatal("an exec built its environment again")
 		}
 		t1 := time.Now()
-		bareRun(b, cli, scratchBase)
+		bareRun(b, cli, scratchBase, "true")
 		execTime += t1.Sub(t0)
 		runTime += time.Since(t1)
 	}

@@ -58,7 +58,7 @@ func BenchmarkStageOverhead(b *testing.B) {
 			b.Fatalf("replay: %v, %+v", err, res)
 		}
 	}
-	dockerRunOnce := func() { bareRun(b, cli, img) }
+	dockerRunOnce := func() { bareRun(b, cli, img, "true") }
 	var replayTime, runTime time.Duration
 	for b.Loop() {
 		// Interleaved, so load from other users of the engine hits both alike.
@@ -75,11 +75,11 @@ func BenchmarkStageOverhead(b *testing.B) {
 	b.ReportMetric(float64(replayTime)/float64(runTime), "ratio")
 }
 
-// bareRun is `docker run --rm --network none IMAGE true` through the API
-// client: create, start, wait, remove.
-func bareRun(b *testing.B, cli *client.Client, img string) {
+// bareRun is `docker run --rm --network none IMAGE sh -c SCRIPT` through
+// the API client: create, start, wait, remove.
+func bareRun(b *testing.B, cli *client.Client, img, script string) {
 	ctx := b.Context()
-	created, err := cli.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"true"}, Labels: map[string]string{"dev.bootstrap.bench": "bare-run"}},
+	created, err := cli.ContainerCreate(ctx, &container.Config{Image: img, Cmd: []string{"sh", "-c", script}, Labels: map[string]string{"dev.bootstrap.bench": "bare-run"}},
 		&container.HostConfig{NetworkMode: replay.NetworkNone}, nil, nil, "")
 	if err != nil {
 		b.Fatal(err)
@@ -96,9 +96,58 @@ func bareRun(b *testing.B, cli *client.Client, img string) {
 	select {
 	case w := <-waitC:
 		if w.StatusCode != 0 {
-			b.Fatalf("true exited %d", w.StatusCode)
+			b.Fatalf("%s exited %d", script, w.StatusCode)
 		}
 	case err := <-errC:
 		b.Fatal(err)
 	}
+}
+
+// BenchmarkTestStage runs one CPU-bound test command as a replay's verify
+// stage and in a bare `docker run --network none` of the same image, and
+// reports the stage's time (its container, the step, the tree checks)
+// against the bare run's (its container and the command): the replay's
+// stages must cost what the work costs (issue: at most 1.2×).
+func BenchmarkTestStage(b *testing.B) {
+	img := fixtures.BaseImage()
+	e, err := docker.New()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(b.Context(), 5*time.Second)
+		err = e.Ping(ctx)
+		cancel()
+	}
+	if err != nil {
+		if os.Getenv("BOOTSTRAP_REQUIRE_DOCKER") == "1" {
+			b.Fatalf("docker engine required: %v", err)
+		}
+		b.Skipf("no docker engine: %v", err)
+	}
+	b.Cleanup(func() { _ = e.Close() })
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cli.Close() })
+	const work = `i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done`
+	c := &contract.Contract{
+		Version: 1, Platform: "linux/amd64", User: "builder",
+		Base:   contract.Image{Image: img},
+		Stages: []contract.Stage{{Name: "verify", Strongest: true, Steps: []contract.Step{step(work)}}},
+	}
+	var stage, bare time.Duration
+	for b.Loop() {
+		res, err := replay.New(replay.WithEngine(e), replay.WithNoCache()).
+			Run(b.Context(), replay.Input{Contract: c, Snapshot: snapshot(), OutDir: b.TempDir()})
+		if err != nil || res.Verdict != traces.Pass {
+			b.Fatalf("replay: %v, %+v", err, res)
+		}
+		stage += time.Duration(res.Record.Run.DurationsMS["verify"]) * time.Millisecond
+		t0 := time.Now()
+		bareRun(b, cli, img, work)
+		bare += time.Since(t0)
+	}
+	n := float64(b.N)
+	b.ReportMetric(float64(stage.Milliseconds())/n, "stage-ms/op")
+	b.ReportMetric(float64(bare.Milliseconds())/n, "docker-run-ms/op")
+	b.ReportMetric(float64(stage)/float64(bare), "ratio")
 }
