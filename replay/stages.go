@@ -390,6 +390,11 @@ func (x *run) stagesRun(ctx context.Context) error {
 			x.stages = append(x.stages, rec)
 			continue
 		}
+		// What the stages before filled is held now; what other runs
+		// left can make room for what this stage adds.
+		if i > 0 {
+			x.makeRoom(ctx)
+		}
 		if !s.Network && x.sidecar == nil && len(x.contract.Services) > 0 {
 			ok, err := x.startServices(ctx)
 			if err != nil {
