@@ -178,8 +178,8 @@ func (x *run) envKey(target int) string {
 			parts = append(parts, st.Cwd+"\x00"+st.Run)
 		}
 	}
-	for k, v := range x.contract.Env {
-		parts = append(parts, "env "+k+"="+v)
+	for _, k := range slices.Sorted(maps.Keys(x.contract.Env)) {
+		parts = append(parts, "env "+k+"="+x.contract.Env[k])
 	}
 	files := recordFiles(x.contract, x.inputs.sums)
 	for _, name := range slices.Sorted(maps.Keys(files)) {
