@@ -155,24 +155,7 @@ func TestRealExecFailedFetchLeavesNothing(t *testing.T) {
 // a bare `docker run --rm --network none IMAGE true` (issue: at most 1 s
 // more); both run `true`.
 func BenchmarkExecAgain(b *testing.B) {
-	e, err := docker.New()
-	if err == nil {
-		ctx, cancel := context.WithTimeout(b.Context(), 5*time.Second)
-		err = e.Ping(ctx)
-		cancel()
-	}
-	if err != nil {
-		if os.Getenv("BOOTSTRAP_REQUIRE_DOCKER") == "1" {
-			b.Fatalf("docker engine required: %v", err)
-		}
-		b.Skipf("no docker engine: %v", err)
-	}
-	b.Cleanup(func() { _ = e.Close() })
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cli.Close() })
+	e, cli := benchEngine(b)
 	cache, dir := b.TempDir(), b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "README"), []byte("hello\n"), 0o644); err != nil {
 		b.Fatal(err)

@@ -110,24 +110,7 @@ func bareRun(b *testing.B, cli *client.Client, img, script string) {
 // stages must cost what the work costs (issue: at most 1.2×).
 func BenchmarkTestStage(b *testing.B) {
 	img := fixtures.BaseImage()
-	e, err := docker.New()
-	if err == nil {
-		ctx, cancel := context.WithTimeout(b.Context(), 5*time.Second)
-		err = e.Ping(ctx)
-		cancel()
-	}
-	if err != nil {
-		if os.Getenv("BOOTSTRAP_REQUIRE_DOCKER") == "1" {
-			b.Fatalf("docker engine required: %v", err)
-		}
-		b.Skipf("no docker engine: %v", err)
-	}
-	b.Cleanup(func() { _ = e.Close() })
-	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { _ = cli.Close() })
+	e, cli := benchEngine(b)
 	const work = `i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done`
 	c := &contract.Contract{
 		Version: 1, Platform: "linux/amd64", User: "builder",
@@ -150,4 +133,29 @@ func BenchmarkTestStage(b *testing.B) {
 	b.ReportMetric(float64(stage.Milliseconds())/n, "stage-ms/op")
 	b.ReportMetric(float64(bare.Milliseconds())/n, "docker-run-ms/op")
 	b.ReportMetric(float64(stage)/float64(bare), "ratio")
+}
+
+// benchEngine is the engine a benchmark measures and an API client of its
+// own for the bare runs beside it; it skips without one, unless
+// BOOTSTRAP_REQUIRE_DOCKER=1 makes that a failure.
+func benchEngine(b *testing.B) (*docker.Engine, *client.Client) {
+	e, err := docker.New()
+	if err == nil {
+		ctx, cancel := context.WithTimeout(b.Context(), 5*time.Second)
+		err = e.Ping(ctx)
+		cancel()
+	}
+	if err != nil {
+		if os.Getenv("BOOTSTRAP_REQUIRE_DOCKER") == "1" {
+			b.Fatalf("docker engine required: %v", err)
+		}
+		b.Skipf("no docker engine: %v", err)
+	}
+	b.Cleanup(func() { _ = e.Close() })
+	cli, err := client.NewClientWithOpts(client.FromEnv, client.WithAPIVersionNegotiation())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = cli.Close() })
+	return e, cli
 }
