@@ -62,11 +62,25 @@ func (r *Runner) Bare(ctx context.Context, in Input, stdout, stderr io.Writer) (
 	if err != nil {
 		return nil, fmt.Errorf("starting the bare container: %w", err)
 	}
+	// The lease lets a later run remove the container of a killed bench and
+	// keeps the toolchains it mounts from an eviction meanwhile.
+	if err := x.writeLease(); err != nil {
+		_ = c.Remove(context.WithoutCancel(ctx))
+		return nil, err
+	}
 	defer func() {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 		defer cancel()
-		_ = c.Remove(cctx)
+		if c.Remove(cctx) == nil {
+			x.dropLease()
+		}
 	}()
+	if x.inputs.ca != nil {
+		// Where the replay's CA volume puts it, which the env names.
+		if err := c.CopyIn(ctx, "/", singleFileTar(strings.TrimPrefix(caFile, "/"), x.inputs.ca)); err != nil {
+			return nil, fmt.Errorf("copying the CA bundle in: %w", err)
+		}
+	}
 	for _, a := range x.artifacts {
 		if err := x.ensureToolchain(ctx, c, a); err != nil {
 			return nil, err

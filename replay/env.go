@@ -3,6 +3,7 @@ package replay
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -91,7 +92,8 @@ type environment struct {
 // the work tree as the stages before in.Stage left it, built once and kept
 // under a key of everything that decides it (the setup, those stages'
 // commands, every manifest and lockfile), then reused by every Exec with the
-// same key. Each call copies in.Snapshot over the kept work tree first
+// same key. The contract's services start beside a command of an offline
+// stage. Each call copies in.Snapshot over the kept work tree first
 // (files gone from it are removed; what the stages added, such as
 // node_modules, stays), so the command sees the current tree. The command's
 // own writes stay in the kept tree, not in the caller's.
@@ -139,21 +141,7 @@ func (r *Runner) Exec(ctx context.Context, in ExecInput) (*ExecOutcome, error) {
 	x.cacheVol = "bootstrap-cache-" + x.homeKey()
 	key := x.envKey(target)
 	out := &ExecOutcome{}
-	env, err := x.findEnvironment(ctx, key)
-	if err != nil {
-		return nil, err
-	}
-	if env == nil {
-		if env, err = x.buildEnvironment(ctx, key, target); err != nil {
-			return nil, err
-		}
-		out.Built = true
-	}
-	x.runImage, x.shell, x.work, x.homeVol, x.cacheVol, x.ca = env.Image, env.Shell, env.Work, env.Home, env.Cache, env.CA
-	x.mounts = x.stageMounts()
-	// The environment is kept, not this exec's to remove; it holds it.
-	x.volumes, x.envImage = nil, env.Image
-	if err := x.writeLease(); err != nil {
+	if out.Built, err = x.holdEnvironment(ctx, key, target); err != nil {
 		return nil, err
 	}
 	defer x.dropLease()
@@ -164,6 +152,36 @@ func (r *Runner) Exec(ctx context.Context, in ExecInput) (*ExecOutcome, error) {
 	}
 	out.ExitCode, out.OOMKilled = res.ExitCode, res.OOMKilled
 	return out, nil
+}
+
+// holdEnvironment finds the kept environment of key, or builds it, and
+// writes x's lease holding it, under the key's lock: two execs of one
+// checkout build it once, and a build that replaces an environment sees
+// the leases of the execs still running in it. It reports whether it built.
+func (x *run) holdEnvironment(ctx context.Context, key string, target int) (bool, error) {
+	unlock, err := x.lock(ctx, "env-"+key)
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	env, err := x.findEnvironment(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	built := env == nil
+	if built {
+		if env, err = x.buildEnvironment(ctx, key, target); err != nil {
+			return false, err
+		}
+		// The build's id named the environment; this exec's own
+		// containers and lease are its alone.
+		x.id, x.containers, x.sidecar, x.services = newRunID(), nil, nil, map[string]Container{}
+	}
+	x.runImage, x.shell, x.work, x.homeVol, x.cacheVol, x.ca = env.Image, env.Shell, env.Work, env.Home, env.Cache, env.CA
+	x.mounts = x.stageMounts()
+	// The environment is kept, not this exec's to remove; it holds it.
+	x.volumes, x.envImage = nil, env.Image
+	return built, x.writeLease()
 }
 
 // envKey digests everything the kept environment depends on: the checkout
@@ -204,8 +222,10 @@ func (x *run) findEnvironment(ctx context.Context, key string) (*environment, er
 	if json.Unmarshal(b, &env) != nil || env.Image == "" || env.Work == "" {
 		return nil, nil // damaged: built again
 	}
-	if _, err := x.engine.InspectImage(ctx, env.Image); err != nil {
+	if _, err := x.engine.InspectImage(ctx, env.Image); errors.Is(err, ErrNotFound) {
 		return nil, nil // pruned: built again
+	} else if err != nil {
+		return nil, fmt.Errorf("environment %s: %w", key, err)
 	}
 	for _, v := range env.Volume {
 		if created, err := x.engine.EnsureVolume(ctx, v, map[string]string{LabelRole: RoleEnvironment}); err != nil {
@@ -264,6 +284,9 @@ func (x *run) buildEnvironment(ctx context.Context, key string, target int) (env
 	}
 	for i := range target {
 		s := x.contract.Stages[i]
+		if ok, err := x.servicesFor(ctx, s); err != nil || !ok {
+			return nil, cmp.Or(err, fmt.Errorf("building the environment: the contract's services did not start (trace: %s)", x.tw.Path()))
+		}
 		ok, err := x.stage(ctx, i, x.env(s.Network))
 		if err != nil {
 			return nil, err
@@ -323,16 +346,34 @@ func (x *run) execIn(ctx context.Context, in ExecInput, target int) (ExecResult,
 	if s.Network || in.Network {
 		network = NetworkHost
 	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
+		defer cancel()
+		for _, c := range x.containers {
+			_ = c.Remove(cctx)
+		}
+	}()
+	// The services run beside the command as beside the stage, in the
+	// namespace it joins; with the network asked for, the command is on
+	// the host's instead, where they are not.
+	if !in.Network {
+		ok, err := x.servicesFor(ctx, s)
+		if err != nil {
+			return ExecResult{}, err
+		}
+		if !ok {
+			return ExecResult{}, fmt.Errorf("the contract's services did not start (trace: %s)", x.tw.Path())
+		}
+		if x.sidecar != nil {
+			network = JoinNetwork(x.sidecar.ID())
+		}
+	}
 	lbl := map[string]string{LabelRun: x.id, LabelRole: "exec"}
 	c, err := x.engine.Start(ctx, ContainerSpec{Image: x.runImage, Network: network, Mounts: x.mounts, Labels: lbl, MemoryBytes: x.memory, PidsLimit: x.pids})
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("starting the environment: %w", err)
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
-		defer cancel()
-		_ = c.Remove(cctx)
-	}()
+	x.containers = append(x.containers, c)
 	owner := 0
 	if x.contract.User != "root" {
 		owner = 1000 // the account prepare creates
@@ -363,6 +404,9 @@ func (x *run) execIn(ctx context.Context, in ExecInput, target int) (ExecResult,
 	msg := "network " + map[bool]string{true: "on", false: "off"}[network == NetworkHost]
 	if in.Network && !s.Network {
 		msg += " (asked for; stage " + s.Name + " has it off)"
+		if len(x.contract.Services) > 0 {
+			msg += ", services not started: they are on the stage's own loopback"
+		}
 	}
 	on := network == NetworkHost
 	_ = x.emit(traces.Event{Type: traces.StepStart, Stage: s.Name, Network: &on, Step: "exec", Command: what, Cwd: in.Cwd, Message: msg})
@@ -396,9 +440,14 @@ func (r *Runner) DropEnvironments(ctx context.Context) error {
 	return (&run{Runner: r}).dropEnvironments(ctx, func(*environment) bool { return true })
 }
 
-// dropEnvironments removes the kept environments that match.
+// dropEnvironments removes the kept environments that match and no live
+// exec holds.
 func (x *run) dropEnvironments(ctx context.Context, match func(*environment) bool) error {
 	files, err := filepath.Glob(filepath.Join(x.cacheDir, "envs", "*.json"))
+	if err != nil {
+		return err
+	}
+	held, err := Held(x.cacheDir)
 	if err != nil {
 		return err
 	}
@@ -409,11 +458,14 @@ func (x *run) dropEnvironments(ctx context.Context, match func(*environment) boo
 		if err == nil {
 			err = json.Unmarshal(b, &env)
 		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("environment %s: %w", f, err))
+		if err != nil || env.Image == "" {
+			// A damaged descriptor names nothing to trust; what it kept is
+			// labelled, so `bootstrap cache prune` still finds it.
+			errs = append(errs, removeIfExists(f))
 			continue
 		}
-		if !match(&env) {
+		if !match(&env) || held[env.Image] {
+			// An exec still runs in it: the next drop removes it.
 			continue
 		}
 		var these []error
@@ -434,7 +486,14 @@ func (x *run) dropEnvironments(ctx context.Context, match func(*environment) boo
 			errs = append(errs, err)
 			continue
 		}
-		errs = append(errs, os.Remove(f))
+		errs = append(errs, removeIfExists(f))
 	}
 	return errors.Join(errs...)
+}
+
+func removeIfExists(name string) error {
+	if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
 }

@@ -3,9 +3,12 @@ package replay_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -223,5 +226,144 @@ func TestRealExecInput(t *testing.T) {
 	// With a terminal the shell's stdin is one.
 	if res, out := run(true, "tty; exit 5\n"); res.ExitCode != 5 || !strings.Contains(out, "/dev/pts/") {
 		t.Fatalf("terminal: exit %d, output %q; want 5 and a pts", res.ExitCode, out)
+	}
+}
+
+// envImage is the image the kept environment of key under cache runs in.
+func envImage(t *testing.T, cache string) map[string]bool {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(cache, "envs", "*.json"))
+	images := map[string]bool{}
+	for _, f := range files {
+		var env struct{ Image string }
+		b, err := os.ReadFile(f)
+		if err != nil || json.Unmarshal(b, &env) != nil {
+			t.Fatalf("environment %s: %v", f, err)
+		}
+		images[env.Image] = true
+	}
+	return images
+}
+
+// TestRealExecHeld runs a command that waits on its input in a kept
+// environment and, meanwhile, an exec after a manifest edit: the waiting
+// exec's lease holds the environment's image without owning it (a reaper
+// must not remove it), the new build leaves the environment in use alone,
+// and the build after the exec ended removes it.
+func TestRealExecHeld(t *testing.T) {
+	x := newExecer(t)
+	x.write("README", "hello\n")
+	c := execContract("true")
+	if res, _, err := x.exec(c, false, "true"); err != nil || !res.Built {
+		t.Fatalf("first exec: %+v, %v", res, err)
+	}
+	first := envImage(t, x.cache)
+	snap, err := repo.Open(context.Background(), x.dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, err := x.r.Exec(context.Background(), replay.ExecInput{Contract: c, Snapshot: snap, Cmd: []string{"cat"}, Stdin: pr, Stdout: io.Discard, OutDir: t.TempDir()})
+		done <- err
+	}()
+	defer pw.Close()
+	var l struct {
+		Image string
+		Holds []string
+	}
+	deadline := time.Now().Add(time.Minute)
+	for held := false; !held; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("no lease of the waiting exec holds the environment")
+		}
+		leases, _ := filepath.Glob(filepath.Join(x.cache, "runs", "*.json"))
+		for _, f := range leases {
+			b, _ := os.ReadFile(f)
+			if json.Unmarshal(b, &l) == nil && slices.ContainsFunc(l.Holds, func(h string) bool { return first[h] }) {
+				held = true
+			}
+		}
+	}
+	if l.Image != "" {
+		t.Fatalf("the exec's lease owns image %s: a reaper would remove the kept environment", l.Image)
+	}
+	x.write("package.json", "{}\n")
+	if res, _, err := x.exec(c, false, "true"); err != nil || !res.Built {
+		t.Fatalf("exec after the manifest edit, the old environment in use: %+v, %v", res, err)
+	}
+	if got := envImage(t, x.cache); len(got) != 2 {
+		t.Fatalf("environments: %v; want the one in use kept beside the new one", got)
+	}
+	pw.Close()
+	if err := <-done; err != nil {
+		t.Fatalf("the waiting exec: %v", err)
+	}
+	x.write("package.json", "{\"private\": true}\n")
+	if res, _, err := x.exec(c, false, "true"); err != nil || !res.Built {
+		t.Fatalf("exec after the second edit: %+v, %v", res, err)
+	}
+	if got := envImage(t, x.cache); len(got) != 1 || got[slices.Collect(maps.Keys(first))[0]] {
+		t.Fatalf("environments: %v; want the newest alone", got)
+	}
+}
+
+// TestRealExecBuildsOnce starts two execs of one checkout at once on an
+// empty cache: one builds the environment, the other waits and reuses it.
+func TestRealExecBuildsOnce(t *testing.T) {
+	x := newExecer(t)
+	x.write("README", "hello\n")
+	// A descriptor left damaged by a crash is no obstacle.
+	if err := os.MkdirAll(filepath.Join(x.cache, "envs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(x.cache, "envs", "0123456789abcdef.json"), []byte("{"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c := execContract("sleep 1")
+	snap, err := repo.Open(context.Background(), x.dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		res *replay.ExecOutcome
+		err error
+	}
+	results := make(chan outcome, 2)
+	for range 2 {
+		go func() {
+			res, err := x.r.Exec(context.Background(), replay.ExecInput{Contract: c, Snapshot: snap, Cmd: []string{"true"}, OutDir: t.TempDir()})
+			results <- outcome{res, err}
+		}()
+	}
+	built := 0
+	for range 2 {
+		o := <-results
+		if o.err != nil || o.res.ExitCode != 0 {
+			t.Fatalf("exec: %+v, %v", o.res, o.err)
+		}
+		if o.res.Built {
+			built++
+		}
+	}
+	if built != 1 {
+		t.Fatalf("%d execs built the environment; want 1", built)
+	}
+	if got := envImage(t, x.cache); len(got) != 1 {
+		t.Fatalf("environments: %v; want one, the damaged descriptor gone", got)
+	}
+}
+
+// TestRealExecServices runs a command in an offline stage's environment
+// with the contract's service beside it, reached by its CI host name.
+func TestRealExecServices(t *testing.T) {
+	x := newExecer(t)
+	x.write("README", "hello\n")
+	c := execContract("true")
+	c.Services = []contract.Service{service("cache", "redis", 0, nil)}
+	res, out, err := x.exec(c, false, "redis-cli", "-h", "cache", "ping")
+	if err != nil || res.ExitCode != 0 || strings.TrimSpace(out) != "PONG" {
+		t.Fatalf("exec: %+v, %q, %v; want redis to answer PONG", res, out, err)
 	}
 }

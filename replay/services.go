@@ -206,6 +206,16 @@ func serviceHosts(list []contract.Service) []string {
 	return hosts
 }
 
+// servicesFor starts the contract's services before the first offline
+// stage s, which joins their sidecar; it reports false when one did not
+// answer, and true when there are none or they run already.
+func (x *run) servicesFor(ctx context.Context, s contract.Stage) (bool, error) {
+	if s.Network || x.sidecar != nil || len(x.contract.Services) == 0 {
+		return true, nil
+	}
+	return x.startServices(ctx)
+}
+
 // startServices starts the sidecar the offline stages join and every
 // service in it, each traced as a step of servicesStage; it reports
 // whether all of them answered their readiness checks.

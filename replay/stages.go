@@ -395,16 +395,12 @@ func (x *run) stagesRun(ctx context.Context) error {
 		if i > 0 {
 			x.makeRoom(ctx)
 		}
-		if !s.Network && x.sidecar == nil && len(x.contract.Services) > 0 {
-			ok, err := x.startServices(ctx)
-			if err != nil {
-				return err
-			}
-			if !ok {
-				failed = true
-				x.stages = append(x.stages, rec)
-				continue
-			}
+		if ok, err := x.servicesFor(ctx, s); err != nil {
+			return err
+		} else if !ok {
+			failed = true
+			x.stages = append(x.stages, rec)
+			continue
 		}
 		ok, err := x.stage(ctx, i, x.env(s.Network))
 		if err != nil {
@@ -659,7 +655,8 @@ func (x *run) writeLease() error {
 		return nil
 	}
 	l := lease{PID: os.Getpid(), Run: x.id, Volumes: x.volumes, Holds: x.holds()}
-	if x.runImage != x.image.ID {
+	if x.runImage != x.image.ID && x.runImage != x.envImage {
+		// Its own, which a reaper removes; a kept environment's is held.
 		l.Image = x.runImage
 	}
 	b, err := json.Marshal(l)

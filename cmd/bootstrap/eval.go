@@ -230,20 +230,9 @@ func isolated(exe string, flags []string, stderr io.Writer) eval.Synthesize {
 		if rev != "" {
 			args = append(args, "--rev", rev)
 		}
-		c := exec.CommandContext(ctx, exe, append(args, "--", dir)...)
-		if engine != "" {
-			// The engine's TLS material, if any, is the environment's
-			// (DOCKER_CERT_PATH, DOCKER_TLS_VERIFY), as for docker itself.
-			c.Env = append(os.Environ(), "DOCKER_HOST="+engine)
-		}
+		c := child(ctx, engine, exe, append(args, "--", dir)...)
 		tail := bounded.Tail{Max: 4 << 10}
 		c.Stdout, c.Stderr = io.Discard, io.MultiWriter(stderr, &tail)
-		// Its own process group: a terminal's Ctrl-C reaches eval alone,
-		// which passes on exactly one interrupt (a second would end synth
-		// before it cleans up).
-		c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
-		c.WaitDelay = 5 * time.Minute
 		runErr := c.Run()
 		sum, readErr := readSummary(filepath.Join(dir, contract.Dir, synth.RunsDir, "synth.json"))
 		code := c.ProcessState.ExitCode()
@@ -265,16 +254,12 @@ func isolated(exe string, flags []string, stderr io.Writer) eval.Synthesize {
 // copy, in a process of its own on the row's engine.
 func bareTime(exe string) func(ctx context.Context, dir, engine string) (float64, error) {
 	return func(ctx context.Context, dir, engine string) (float64, error) {
-		c := exec.CommandContext(ctx, exe, "bench", "--bare-only", "--json", "--", dir)
-		if engine != "" {
-			c.Env = append(os.Environ(), "DOCKER_HOST="+engine)
-		}
+		c := child(ctx, engine, exe, "bench", "--bare-only", "--json", "--", dir)
 		tail := bounded.Tail{Max: 4 << 10}
 		c.Stderr = &tail
-		c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
 		out, err := c.Output()
 		if err != nil {
-			return 0, fmt.Errorf("bench: %v: %s", err, lastLines(tail.Bytes()))
+			return 0, fmt.Errorf("bench: %w: %s", err, lastLines(tail.Bytes()))
 		}
 		var r benchReport
 		if err := json.Unmarshal(out, &r); err != nil {
@@ -282,6 +267,24 @@ func bareTime(exe string) func(ctx context.Context, dir, engine string) (float64
 		}
 		return r.Bare, nil
 	}
+}
+
+// child is a process of exe on engine (the default when empty) that ctx's
+// end interrupts once, as Ctrl-C would, so it cleans up what it started.
+func child(ctx context.Context, engine, exe string, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, exe, args...)
+	if engine != "" {
+		// The engine's TLS material, if any, is the environment's
+		// (DOCKER_CERT_PATH, DOCKER_TLS_VERIFY), as for docker itself.
+		c.Env = append(os.Environ(), "DOCKER_HOST="+engine)
+	}
+	// Its own process group: a terminal's Ctrl-C reaches eval alone,
+	// which passes on exactly one interrupt (a second would end the child
+	// before it cleans up).
+	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.Cancel = func() error { return c.Process.Signal(os.Interrupt) }
+	c.WaitDelay = 5 * time.Minute
+	return c
 }
 
 func readSummary(file string) (*synth.Summary, error) {
