@@ -320,5 +320,13 @@ func (en Entry) heldBy(held map[string]bool) bool {
 			return true
 		}
 	}
+	// A download is held by a run that mounts what is unpacked in it.
+	for _, f := range en.files {
+		for n := range held {
+			if n == f || strings.HasPrefix(n, f+string(filepath.Separator)) {
+				return true
+			}
+		}
+	}
 	return false
 }

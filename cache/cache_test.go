@@ -52,3 +52,23 @@ func TestChoose(t *testing.T) {
 		})
 	}
 }
+
+// TestHeldDownload: a run holds the directory unpacked inside a download,
+// which keeps the download, and no other one that shares its prefix.
+func TestHeldDownload(t *testing.T) {
+	held := map[string]bool{"/c/toolchains/go/1.22.5/go": true, "bootstrap-tc-go-1": true}
+	for _, tc := range []struct {
+		en   Entry
+		want bool
+	}{
+		{Entry{Kind: KindDownload, files: []string{"/c/toolchains/go/1.22.5"}}, true},
+		{Entry{Kind: KindDownload, files: []string{"/c/toolchains/go/1.22.5/go"}}, true},
+		{Entry{Kind: KindDownload, files: []string{"/c/toolchains/go/1.22"}}, false},
+		{Entry{Kind: KindDownload, files: []string{"/c/toolchains/node/22.1.0"}}, false},
+		{Entry{Kind: KindToolchain, volumes: []string{"bootstrap-tc-go-1"}}, true},
+	} {
+		if got := tc.en.heldBy(held); got != tc.want {
+			t.Errorf("%+v held: %v, want %v", tc.en, got, tc.want)
+		}
+	}
+}

@@ -92,7 +92,11 @@ type Options struct {
 // Check compares the repository at dir (its working tree, as an agent edits
 // it) with its .bootstrap/record.json.
 func Check(ctx context.Context, dir string, opts Options) (*Report, error) {
-	bdir := filepath.Join(dir, contract.Dir)
+	// Read only through a plain .bootstrap directory, as it is written.
+	bdir, err := contract.OutDir(dir)
+	if err != nil {
+		return nil, err
+	}
 	c, err := contract.Load(filepath.Join(bdir, contract.File))
 	if err != nil {
 		return nil, err
@@ -117,7 +121,11 @@ func Check(ctx context.Context, dir string, opts Options) (*Report, error) {
 	if rec.Verdict != traces.Pass {
 		r.Changes = append(r.Changes, Change{Kind: KindVerdict, Name: "last verify", Old: traces.Pass, New: rec.Verdict})
 	}
-	r.Changes = append(r.Changes, pins(c, &rec)...)
+	changed, err := pins(c, &rec)
+	if err != nil {
+		return nil, err
+	}
+	r.Changes = append(r.Changes, changed...)
 	ca, err := bundleDigest(opts.CABundle)
 	if err != nil {
 		return nil, err
@@ -149,7 +157,7 @@ func Check(ctx context.Context, dir string, opts Options) (*Report, error) {
 
 // pins compares the contract as committed with the one the record verified:
 // the toolchain hashes and base digest by name, anything else by digest.
-func pins(c *contract.Contract, rec *replay.Record) []Change {
+func pins(c *contract.Contract, rec *replay.Record) ([]Change, error) {
 	var out []Change
 	for _, t := range c.Toolchains {
 		if old := rec.Toolchains[t.Name]; old != t.Hash {
@@ -164,11 +172,15 @@ func pins(c *contract.Contract, rec *replay.Record) []Change {
 	if c.Base.Digest != rec.BaseImage.Digest || c.Base.Image != rec.BaseImage.Image {
 		out = append(out, Change{Kind: KindBase, Name: c.Base.Image, Old: rec.BaseImage.Image + "@" + rec.BaseImage.Digest, New: c.Base.Image + "@" + c.Base.Digest})
 	}
-	if d, err := contract.Digest(c); err == nil && d != rec.ContractDigest && len(out) == 0 {
+	d, err := contract.Digest(c)
+	if err != nil {
+		return nil, err
+	}
+	if d != rec.ContractDigest && len(out) == 0 {
 		out = append(out, Change{Kind: KindContract, Name: contract.Dir + "/" + contract.File, Old: rec.ContractDigest, New: d})
 	}
 	slices.SortFunc(out, func(a, b Change) int { return strings.Compare(a.Name, b.Name) })
-	return out
+	return out, nil
 }
 
 func bundleDigest(p string) (string, error) {

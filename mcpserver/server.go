@@ -260,7 +260,7 @@ func (s *server) runStage(ctx context.Context, _ *mcp.CallToolRequest, in StageI
 	// The stages after it are left out; the last one left is judged as
 	// the strongest, its tests read.
 	c.Stages = c.Stages[:i+1]
-	if c.Strongest() < 0 || c.Strongest() > i {
+	if c.Strongest() != i {
 		for j := range c.Stages {
 			c.Stages[j].Strongest = j == i
 		}

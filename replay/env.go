@@ -132,6 +132,9 @@ func (r *Runner) Exec(ctx context.Context, in ExecInput) (*ExecOutcome, error) {
 	x.reapLeftovers(ctx)
 	r.makeRoom(ctx)
 	x.secretSetup()
+	if in.TTY && len(x.stageSecrets(x.contract.Stages[target])) > 0 {
+		return nil, errors.New("a terminal takes no secrets: it would echo them")
+	}
 	if err := x.resolveImage(ctx); err != nil {
 		return nil, err
 	}
@@ -412,9 +415,6 @@ func (x *run) execIn(ctx context.Context, in ExecInput, target int) (ExecResult,
 	_ = x.emit(traces.Event{Type: traces.StepStart, Stage: s.Name, Network: &on, Step: "exec", Command: what, Cwd: in.Cwd, Message: msg})
 	start := x.now()
 	secrets := x.stageSecrets(s)
-	if in.TTY && len(secrets) > 0 {
-		return ExecResult{}, errors.New("a terminal takes no secrets: it would echo them")
-	}
 	res, err = c.Exec(ctx, ExecSpec{Cmd: argv, Env: x.env(on), Secrets: secrets, User: x.contract.User, WorkDir: cwd, Stdout: orDiscard(in.Stdout), Stderr: orDiscard(in.Stderr), Stdin: in.Stdin, TTY: in.TTY})
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("running %s: %w", what, err)

@@ -367,3 +367,25 @@ func TestRealExecServices(t *testing.T) {
 		t.Fatalf("exec: %+v, %q, %v; want redis to answer PONG", res, out, err)
 	}
 }
+
+// TestRealExecTerminalTakesNoSecrets asks for a terminal in a stage that
+// gets a granted secret: refused before anything is built.
+func TestRealExecTerminalTakesNoSecrets(t *testing.T) {
+	x := newExecer(t)
+	x.write("README", "hello\n")
+	c := execContract("true")
+	c.Secrets = []string{"TOKEN"}
+	r := replay.New(replay.WithEngine(x.e), replay.WithCacheDir(x.cache), replay.WithSecretGrants(replay.SecretGrant{Name: "TOKEN"}),
+		replay.WithSecrets(func(string) (string, bool) { return "s3cret", true }))
+	snap, err := repo.Open(context.Background(), x.dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = r.Exec(context.Background(), replay.ExecInput{Contract: c, Snapshot: snap, Cmd: []string{"sh"}, TTY: true, Stdin: strings.NewReader(""), OutDir: t.TempDir()})
+	if err == nil || !strings.Contains(err.Error(), "a terminal takes no secrets") {
+		t.Fatalf("got %v, want the terminal refused", err)
+	}
+	if files, _ := filepath.Glob(filepath.Join(x.cache, "envs", "*.json")); len(files) > 0 {
+		t.Fatalf("an environment was built first: %v", files)
+	}
+}

@@ -569,7 +569,7 @@ func (x *run) lock(ctx context.Context, name string) (func(), error) {
 		select {
 		case <-ctx.Done():
 			f.Close()
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("waiting for the lock of %s: %w", name, ctx.Err())
 		case <-time.After(200 * time.Millisecond):
 		}
 	}

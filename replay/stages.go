@@ -618,7 +618,8 @@ func (x *run) holds() []string {
 		}
 	}
 	for _, a := range x.artifacts {
-		h = append(h, toolVolume(a.Toolchain))
+		// The volume and the download it is filled from.
+		h = append(h, toolVolume(a.Toolchain), a.Dir)
 	}
 	return h
 }

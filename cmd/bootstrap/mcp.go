@@ -38,7 +38,11 @@ The engine is reached when a tool first needs it.`,
 					return nil, err
 				}
 				// The engine lives as long as the server: the process ends with it.
-				return newRunner(cmd, &f, e)
+				r, err := newRunner(cmd, &f, e)
+				if err != nil {
+					_ = e.Close()
+				}
+				return r, err
 			}
 			srv := mcpserver.New(pathArg(args), mcpserver.WithRunner(open), mcpserver.WithCABundle(ca), mcpserver.WithVersion(version))
 			return srv.Run(cmd.Context(), &mcp.StdioTransport{})

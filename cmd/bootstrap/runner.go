@@ -109,7 +109,7 @@ func (f *replayFlags) grants() ([]replay.SecretGrant, error) {
 
 var secretNameRe = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
-// caBundle is the declared trust bundle: the flag, else SSL_CERT_FILE.
+// bundle is the declared trust bundle: the flag, else SSL_CERT_FILE.
 func (f *replayFlags) bundle() (string, error) {
 	p := f.caBundle
 	if p == "" {
