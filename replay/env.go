@@ -320,22 +320,24 @@ const (
 )
 
 // syncScript, run as the contract's user in the kept tree, removes the
-// files that were in the last copy and are not in this one, then makes this
+// files that were in the last copy and are not in this one, whose list is
+// $1 (each exec's own: two at once share the kept tree), then makes this
 // copy's list the last.
 const syncScript = `last=` + lastList + `
 [ -f "$last" ] || last=` + trackedList + `
-LC_ALL=C sort -z "$last" >` + nextList + `.old
-LC_ALL=C sort -z ` + nextList + ` >` + nextList + `.new
-LC_ALL=C comm -z -23 ` + nextList + `.old ` + nextList + `.new | xargs -0 -r rm -f --
-mv ` + nextList + ` ` + lastList + `
-rm -f ` + nextList + `.old ` + nextList + `.new`
+LC_ALL=C sort -z "$last" >"$1.old"
+LC_ALL=C sort -z "$1" >"$1.new"
+LC_ALL=C comm -z -23 "$1.old" "$1.new" | xargs -0 -r rm -f --
+mv "$1" ` + lastList + `
+rm -f "$1.old" "$1.new"`
 
-// listTar packs the copy's list of files for the kept tree, owned by owner.
-func listTar(names []byte, owner int) io.Reader {
+// listTar packs the copy's list of files for the kept tree as name, owned
+// by owner.
+func listTar(name string, names []byte, owner int) io.Reader {
 	var b bytes.Buffer
 	tw := tar.NewWriter(&b)
 	_ = tw.WriteHeader(&tar.Header{Name: listDir + "/", Mode: 0o755, Typeflag: tar.TypeDir, Uid: owner, Gid: owner, ModTime: time.Unix(0, 0)})
-	_ = tw.WriteHeader(&tar.Header{Name: nextList, Mode: 0o644, Size: int64(len(names)), Typeflag: tar.TypeReg, Uid: owner, Gid: owner, ModTime: time.Unix(0, 0)})
+	_ = tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(names)), Typeflag: tar.TypeReg, Uid: owner, Gid: owner, ModTime: time.Unix(0, 0)})
 	_, _ = tw.Write(names)
 	_ = tw.Close()
 	return &b
@@ -385,11 +387,12 @@ func (x *run) execIn(ctx context.Context, in ExecInput, target int) (ExecResult,
 	if err := copyTar(ctx, c, workDir, src, repo.TarOptions{ModTime: x.in.Snapshot.CommitTime, Prefix: "src/", Owner: owner}); err != nil {
 		return ExecResult{}, fmt.Errorf("copying the tree in: %w", err)
 	}
-	if err := c.CopyIn(ctx, srcDir, listTar(x.inputs.sums.List(), owner)); err != nil {
+	list := nextList + "." + x.id
+	if err := c.CopyIn(ctx, srcDir, listTar(list, x.inputs.sums.List(), owner)); err != nil {
 		return ExecResult{}, fmt.Errorf("copying the tracked files' names in: %w", err)
 	}
 	var syncOut bytes.Buffer
-	res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"sh", "-e", "-c", syncScript}, User: x.contract.User, Env: []string{"PATH=" + stdPath}, WorkDir: srcDir, Stdout: &syncOut, Stderr: &syncOut})
+	res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"sh", "-e", "-c", syncScript, "sh", list}, User: x.contract.User, Env: []string{"PATH=" + stdPath}, WorkDir: srcDir, Stdout: &syncOut, Stderr: &syncOut})
 	if err != nil {
 		return ExecResult{}, fmt.Errorf("bringing the kept tree up to date: %w", err)
 	}

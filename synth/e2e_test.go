@@ -547,6 +547,20 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-chrome-binary", verified: true, rules: []string{"browser-binary"},
+			// no Chrome: Debian's chromium and the variables the harnesses read, a clean warm pass (nothing cached or resumed: no cold replay)
+			attempts: 2,
+			check: func(t *testing.T, r e2eRun) {
+				if !slices.Contains(r.out.Contract.SystemPackages, "chromium") || r.out.Contract.Env["CHROME_BIN"] != "/usr/bin/chromium" {
+					t.Fatalf("packages %v, env %v", r.out.Contract.SystemPackages, r.out.Contract.Env)
+				}
+				if !strings.Contains(r.out.Attempts[0].Log, `Could not find "chrome" binary`) {
+					t.Fatalf("the first attempt did not fail for want of the browser:\n%s", r.out.Attempts[0].Log)
+				}
+				wantPassed(t, r.out, "finds a browser", "the browser starts")
+			},
+		},
+		{
 			fixture: "synth-deno", verified: true, rules: []string{},
 			// deno from the npm registry's platform package: warm pass, cold pass
 			attempts: 1,

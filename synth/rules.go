@@ -105,6 +105,7 @@ var Rules = []Rule{
 	{"native-build", nativeBuild},
 	{"ignore-scripts", ignoreScripts},
 	{"playwright-browser", playwrightBrowser},
+	{"browser-binary", browserBinary},
 	{"embed-generated", embedGenerated},
 	{"working-directory", workingDirectory},
 	{"missing-env", missingEnv},
@@ -985,6 +986,49 @@ func playwrightBrowser(s *Situation) []Delta {
 		ops = append([]Op{{Kind: AddSystemPackage, Name: "chromium"}}, ops...)
 	}
 	return []Delta{{Reason: reason, Evidence: st.Evidence, Ops: ops}}
+}
+
+// browserMissingRe are the reports of a test harness that looks for an
+// installed Chrome or Chromium and finds none: a runner's own lookup
+// (`Could not find "chrome" binary.`), karma's launcher, puppeteer without
+// its downloaded build, chrome-launcher (lighthouse and others).
+var browserMissingRe = []*regexp.Regexp{
+	regexp.MustCompile(`Could not find "?(?:google-)?(?:chrome|chromium)[\w-]*"? (?:binary|executable)`),
+	regexp.MustCompile(`No binary for (?:Chrome|Chromium)\w* browser on your platform`),
+	regexp.MustCompile(`Could not find (?:Chrome|Chromium|chrome-headless-shell) \(ver\. `),
+	regexp.MustCompile(`No Chrome installations found|CHROME_PATH environment variable must be set`),
+}
+
+// browserEnv are where those harnesses take a browser's path from.
+var browserEnv = []string{"CHROME_BIN", "CHROME_PATH", "PUPPETEER_EXECUTABLE_PATH"}
+
+// browserBinary answers tests that need an installed Chrome: a hosted
+// runner has Google Chrome, which no reachable archive serves; Debian's
+// chromium is the same engine, found by the harnesses that fall back to
+// chromium's path and by those that read its path from the env.
+func browserBinary(s *Situation) []Delta {
+	_, line := match(s.Attempt.Log, browserMissingRe...)
+	if line == "" || s.failed() == nil {
+		return nil
+	}
+	c := s.Attempt.Contract
+	var ops []Op
+	if !slices.Contains(c.SystemPackages, "chromium") {
+		ops = append(ops, Op{Kind: AddSystemPackage, Name: "chromium"})
+	}
+	for _, k := range browserEnv {
+		if _, set := c.Env[k]; !set {
+			ops = append(ops, Op{Kind: SetEnv, Name: k, Value: "/usr/bin/chromium"})
+		}
+	}
+	if len(ops) == 0 {
+		return nil // given already, and it still looks in vain
+	}
+	return []Delta{{
+		Reason:   "the tests look for an installed Chrome, which a hosted runner has and no reachable archive serves; use Debian's chromium, at the path the harnesses read from the env",
+		Evidence: s.cite(line),
+		Ops:      ops,
+	}}
 }
 
 // embedMissingRe is Go's report of a //go:embed pattern that matches
