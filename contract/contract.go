@@ -206,6 +206,10 @@ const (
 	// WhyNeedsProgram: the test needs a program, or a version of it, that
 	// only a source this machine cannot reach provides.
 	WhyNeedsProgram = "needs-program"
+	// WhyNeedsPrivilege: the test needs a kernel privilege a replay drops
+	// (network namespaces, mounts, raw sockets: CAP_NET_ADMIN,
+	// CAP_SYS_ADMIN, CAP_NET_RAW), which a hosted runner's sudo has.
+	WhyNeedsPrivilege = "needs-privilege"
 )
 
 // Duration is a time.Duration written as Go duration text ("10m0s").

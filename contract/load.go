@@ -341,8 +341,8 @@ func (v *validator) contract(c *Contract) {
 		if q.Test == "" {
 			v.fail(f+".test", "is required")
 		}
-		if q.Why != WhyNeedsNetwork && q.Why != WhyFlaky && q.Why != WhyNeedsProgram {
-			v.fail(f+".why", "must be %s, %s or %s, got %q", WhyNeedsNetwork, WhyFlaky, WhyNeedsProgram, q.Why)
+		if !slices.Contains([]string{WhyNeedsNetwork, WhyFlaky, WhyNeedsProgram, WhyNeedsPrivilege}, q.Why) {
+			v.fail(f+".why", "must be %s, %s, %s or %s, got %q", WhyNeedsNetwork, WhyFlaky, WhyNeedsProgram, WhyNeedsPrivilege, q.Why)
 		}
 		if q.Evidence == "" {
 			v.fail(f+".evidence", "a quarantined test needs trace evidence")

@@ -277,7 +277,7 @@ Each OP is one of:
  {"op":"set-user","name":"root|builder"}
  {"op":"insert-step","stage":"<stage>","index":<i>,"step":{"run":"...","cwd":"...","evidence":"<path:line or trace>","source":"llm","confidence":0.5,"reason":"..."}}
  {"op":"replace-step","stage":"<stage>","index":<i>,"step":{...}}
- {"op":"quarantine","test":{"test":"<name>","package":"<pkg>","why":"needs-network|needs-program|flaky","evidence":"attempt N, step ...: <log line>"}}
+ {"op":"quarantine","test":{"test":"<name>","package":"<pkg>","why":"needs-network|needs-program|needs-privilege|flaky","evidence":"attempt N, step ...: <log line>"}}
 Never weaken verification: no "|| true", no "set +e", no skipped or filtered tests, no removed steps. Reply with the JSON object only.`
 
 // messages builds the prompt: the evidence summary, the contract, and the

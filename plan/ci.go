@@ -1050,14 +1050,23 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 			continue
 		}
 		reason := fmt.Sprintf("CI job %s runs it", j.ref())
-		if sudo {
-			reason = fmt.Sprintf("CI job %s runs it with sudo, which the contract drops (steps run unprivileged)", j.ref())
-		}
 		if n := e.Facts["step"]; n != "" && !isDigits(n) {
 			if named, why := p.expandWith(n, ctx, false); why == "" {
 				n = named
 			}
 			reason = fmt.Sprintf("CI job %s runs it in step %q", j.ref(), n)
+		}
+		switch {
+		case sudo && v.kind == kindTest:
+			// Its tests ran as root: as the builder, those that need root
+			// would skip, a weaker run than CI's.
+			reason += " with sudo: the contract runs as root, as CI's tests did"
+			if p.sudoTests == nil {
+				p.sudoTests = map[[2]string]bool{}
+			}
+			p.sudoTests[[2]string{withEnv(prefix, c.run), c.cwd}] = true
+		case sudo:
+			reason += " with sudo, which the contract drops (steps run unprivileged)"
 		}
 		if v.why != "" && v.kind == kindTest && !strings.HasPrefix(c.run, v.why) {
 			reason += " (" + v.why + ")"

@@ -41,7 +41,9 @@
 // mode, dev servers) and commands only a hosted runner can run are left
 // out with their reason; they never decide the verdict. A step whose if:
 // is false for the chosen cell is left out. sudo is dropped from a kept
-// command (steps run unprivileged) and the reason says so. Where the job
+// command (steps run unprivileged) and the reason says so; a test command
+// CI runs with sudo makes the contract run as root instead, as CI's tests
+// did. Where the job
 // never fetches what its commands use, the ecosystem's download (go mod
 // download, npm ci, ...) is added to fetch; nothing else of the defaults
 // or the documentation joins a CI project.

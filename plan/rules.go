@@ -226,6 +226,8 @@ type run struct {
 	// defaultPkgs are the packages ecosystem defaults need; they are
 	// declared only when something of their ecosystem stays.
 	defaultPkgs []defaultPkgs
+	// sudoTests are the test commands (run, cwd) CI runs with sudo.
+	sudoTests map[[2]string]bool
 }
 
 type defaultPkgs struct {
@@ -692,6 +694,11 @@ func race(w []string) bool {
 func (p *run) finish() {
 	for _, st := range p.c.Stages {
 		for _, s := range st.Steps {
+			if st.Strongest && p.sudoTests[[2]string{s.Run, s.Cwd}] && p.c.User != "root" {
+				p.c.User = "root"
+				p.out.Decisions = append(p.out.Decisions, Decision{Topic: "user", Choice: "root", Evidence: s.Evidence,
+					Reason: "CI runs the tests with sudo: as an unprivileged user the tests that need root would skip"})
+			}
 			if at, ok := p.scripts.reaches(s.Run, cwdOrDot(s.Cwd), 0, race); ok && !p.pkgs["gcc"] && !p.pkgs["build-essential"] {
 				// Go turns cgo off without a C compiler, and -race needs cgo.
 				p.pkgs["gcc"], p.pkgs["libc6-dev"] = true, true

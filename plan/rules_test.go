@@ -737,3 +737,35 @@ func TestGoToolInstall(t *testing.T) {
 		}
 	}
 }
+
+// TestSudoTestsRunAsRoot: CI runs the tests with sudo, so the contract runs
+// as root (as the builder, the tests that need root would skip); a sudo
+// before another command is only dropped.
+func TestSudoTestsRunAsRoot(t *testing.T) {
+	for _, tc := range []struct {
+		name, test, want string
+	}{
+		{"sudo before the tests", "sudo -E env PATH=$PATH go test -v ./...", "root"},
+		{"sudo before a helper only", "go test -v ./...", "builder"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := result([]discover.Project{proj(".", "go")},
+				gha(discover.KindGHASetup, 12, "tool", "go", "version", "1.22"),
+				gha(discover.KindGHARun, 14, "run", "sudo ./scripts/modprobe.sh", "step", "Kernel Modules"),
+				gha(discover.KindGHARun, 16, "run", tc.test, "step", "Test"),
+				ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"),
+			)
+			out := explain(t, r)
+			if out.Contract.User != tc.want {
+				t.Fatalf("user %q, want %q", out.Contract.User, tc.want)
+			}
+			v := out.Contract.Stages[len(out.Contract.Stages)-1].Steps[0]
+			if v.Run != "go test -v ./..." {
+				t.Fatalf("verify step %q", v.Run)
+			}
+			if tc.want == "root" && !strings.Contains(v.Reason, "with sudo: the contract runs as root") {
+				t.Errorf("reason %q does not say why the contract runs as root", v.Reason)
+			}
+		})
+	}
+}

@@ -123,7 +123,7 @@ func (c TestCounts) add(rep results.Report) TestCounts {
 }
 
 // TestOutcome is one test of the strongest verification as the record keeps
-// it: pass, fail, skip, or the quarantine reason (flaky, needs-network, needs-program)
+// it: pass, fail, skip, or the quarantine reason (flaky, needs-network, needs-program, needs-privilege)
 // when a quarantined test failed.
 type TestOutcome struct {
 	Package string `json:"package,omitempty"`

@@ -293,6 +293,26 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-needs-privilege", verified: true, rules: []string{"privilege-in-test"},
+			// a clean failure through the namespace test alone, judged again
+			// under its quarantine: one replay
+			attempts: 2,
+			check: func(t *testing.T, r e2eRun) {
+				c := r.out.Contract
+				if c.User != "root" {
+					t.Fatalf("user %q, want root: CI runs the tests with sudo", c.User)
+				}
+				if len(c.Quarantine) != 1 || c.Quarantine[0].Test != "TestNamespace" || c.Quarantine[0].Why != contract.WhyNeedsPrivilege ||
+					!strings.Contains(c.Quarantine[0].Evidence, "operation not permitted") {
+					t.Fatalf("quarantine %+v, want TestNamespace alone, citing its EPERM", c.Quarantine)
+				}
+				if r.out.Replays() != 1 {
+					t.Fatalf("%d replays, want the failed one judged again", r.out.Replays())
+				}
+				wantPassed(t, r.out, "TestName", "TestNameTooLong", "TestRunsAsRoot")
+			},
+		},
+		{
 			fixture: "synth-network-test", verified: true, rules: []string{"network-in-test"},
 			// a clean failure through the network test alone, judged again
 			// under its quarantine: no warm and no cold replay after it

@@ -115,6 +115,7 @@ var Rules = []Rule{
 	{"missing-service", missingService},
 	{"unprovided-service", unprovidedService},
 	{"network-in-test", networkInTest},
+	{"privilege-in-test", privilegeInTest},
 	{"run-as", runAs},
 	{"temp-across-mounts", tempAcrossMounts},
 	{"timeout", timeout},
@@ -1390,6 +1391,44 @@ func networkInTest(s *Situation) []Delta {
 	return []Delta{{
 		Reason:   fmt.Sprintf("%d test(s) need the network, which verification does not have", len(ops)),
 		Evidence: s.cite(firstLine(a.Failure.Lines)),
+		Ops:      ops,
+	}}
+}
+
+// privilegeRe is a failed test's report of a kernel operation refused for
+// want of a capability: a replay runs without CAP_NET_ADMIN, CAP_SYS_ADMIN
+// or CAP_NET_RAW and under the engine's seccomp profile, as root too, so
+// creating a network namespace, mounting, a raw socket or netfilter fail
+// where a hosted runner's `sudo` succeeds.
+var privilegeRe = regexp.MustCompile(`(?i)\b(?:netns|network namespace|unshare|setns|clone\(|mount|pivot_root|netlink|raw socket|socket\(AF_PACKET|iptables|ip6tables|nftables|nft\b|sethostname|chroot|mknod|CAP_[A-Z_]+)[^\n]*(?:operation not permitted|EPERM)`)
+
+// privilegeInTest quarantines the failed tests that name a kernel
+// operation refused for want of a privilege, each with its own line; a
+// parent whose failed subtests all go goes with them. Any other failure
+// keeps failing.
+func privilegeInTest(s *Situation) []Delta {
+	a := s.Attempt
+	if a.Failure == nil {
+		return nil
+	}
+	var ops []Op
+	for _, t := range a.Tests {
+		if t.Status != results.Failed {
+			continue
+		}
+		if _, line := match(t.Output, privilegeRe); line != "" {
+			ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{
+				Test: t.Name, Package: t.Package, Why: contract.WhyNeedsPrivilege, Evidence: s.cite(line),
+			}})
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	ops = append(ops, parents(a, ops, contract.WhyNeedsPrivilege, "a kernel privilege")...)
+	return []Delta{{
+		Reason:   fmt.Sprintf("%d test(s) need a kernel privilege (namespaces, mounts, raw sockets) that a replay drops and a hosted runner's sudo has", len(ops)),
+		Evidence: ops[0].Test.Evidence,
 		Ops:      ops,
 	}}
 }
