@@ -467,36 +467,70 @@ func unknownPackage(s *Situation) []Delta {
 	}}
 }
 
+// missingToolchain declares the toolchains of the commands a failure finds
+// missing, every one it names at once: a test suite that spawns npm, pnpm
+// and yarn reports all three in one run, and one revision per tool would
+// cost a replay each.
 func missingToolchain(s *Situation) []Delta {
-	cmd, line := match(s.Attempt.Log, notFoundRes...)
-	tool, ok := toolchainCommands[path.Base(cmd)]
-	if cmd == "" || !ok {
-		return nil
-	}
 	c := s.Attempt.Contract
 	var ops []Op
-	need := []string{tool}
-	if tool == "npm" || tool == "yarn" || tool == "pnpm" {
-		need = []string{"node", tool}
-	}
-	for _, t := range need {
-		if c.Toolchain(t) != nil {
+	var tools []string
+	first := ""
+	for _, m := range allMatches(s.Attempt.Log, notFoundRes...) {
+		tool, ok := toolchainCommands[path.Base(m.sub)]
+		if !ok || slices.Contains(tools, tool) {
 			continue
 		}
-		v, err := s.Resolve(t, "")
-		if err != nil {
-			continue
+		need := []string{tool}
+		if tool == "npm" || tool == "yarn" || tool == "pnpm" {
+			need = []string{"node", tool}
 		}
-		ops = append(ops, Op{Kind: SetToolchain, Name: t, Value: v})
+		added := false
+		for _, t := range need {
+			if c.Toolchain(t) != nil || slices.ContainsFunc(ops, func(o Op) bool { return o.Name == t }) {
+				continue
+			}
+			v, err := s.Resolve(t, "")
+			if err != nil {
+				continue
+			}
+			ops = append(ops, Op{Kind: SetToolchain, Name: t, Value: v})
+			added = true
+		}
+		if added {
+			tools = append(tools, tool)
+			if first == "" {
+				first = m.line
+			}
+		}
 	}
 	if len(ops) == 0 {
 		return nil
 	}
 	return []Delta{{
-		Reason:   fmt.Sprintf("%s is not on PATH; declare the %s toolchain", cmd, tool),
-		Evidence: s.cite(line),
+		Reason:   fmt.Sprintf("%s not on PATH; declare the toolchain(s)", strings.Join(tools, ", ")),
+		Evidence: s.cite(first),
 		Ops:      ops,
 	}}
+}
+
+// found is one match of allMatches: the first submatch and its line.
+type found struct{ sub, line string }
+
+// allMatches is every match of every pattern in log, in the order of the
+// patterns, then of the log.
+func allMatches(log string, res ...*regexp.Regexp) []found {
+	var out []found
+	for _, re := range res {
+		for _, loc := range re.FindAllStringSubmatchIndex(log, -1) {
+			sub := log[loc[0]:loc[1]]
+			if len(loc) >= 4 && loc[2] >= 0 {
+				sub = log[loc[2]:loc[3]]
+			}
+			out = append(out, found{sub, lineAt(log, loc[0])})
+		}
+	}
+	return out
 }
 
 // cgoDisabled installs the C toolchain cgo needs (gcc alone lacks the libc

@@ -41,6 +41,8 @@ func resolve(tool, spec string) (string, error) {
 		return "1.22.22", nil
 	case tool == "npm":
 		return "10.2.4", nil
+	case tool == "pnpm":
+		return "9.15.0", nil
 	}
 	return "", errUnknown
 }
@@ -90,6 +92,7 @@ func TestRules(t *testing.T) {
 		{name: "make missing (bash)", stage: "build", class: traces.MissingCommand, log: "bash: line 1: make: command not found\n", want: "missing-command", op: AddSystemPackage, opName: "make"},
 		{name: "gcc for cgo", stage: "build", class: traces.MissingCommand, log: "# runtime/cgo\ncgo: C compiler \"gcc\" not found: exec: \"gcc\": executable file not found in $PATH\n", want: "missing-command", op: AddSystemPackage, opName: "gcc"},
 		{name: "race without cgo", stage: "verify", class: traces.MissingCommand, log: "go: -race requires cgo; enable cgo by setting CGO_ENABLED=1\n", want: "cgo-disabled", op: AddSystemPackage, opName: "gcc"},
+		{name: "a suite spawns npm, pnpm and yarn", stage: "verify", class: traces.TestFailure, log: "Caused by: Error: spawn yarn ENOENT\nCaused by: Error: spawn pnpm ENOENT\n", want: "missing-toolchain", op: SetToolchain, opName: "node", opVal: "20.11.1"},
 		{name: "node missing", stage: "build", class: traces.MissingCommand, log: "bash: line 1: npm: command not found\n", want: "missing-toolchain", op: SetToolchain, opName: "node", opVal: "20.11.1"},
 		{name: "zlib header", stage: "build", class: traces.MissingLibrary, log: "src/a.c:3:10: fatal error: zlib.h: No such file or directory\n    3 | #include <zlib.h>\ncompilation terminated.\n", want: "missing-library", op: AddSystemPackage, opName: "zlib1g-dev"},
 		{name: "openssl subdir header", stage: "build", class: traces.MissingLibrary, log: "x.c:1:10: fatal error: openssl/ssl.h: No such file or directory\n", want: "missing-library", op: AddSystemPackage, opName: "libssl-dev"},
@@ -695,5 +698,27 @@ func TestNetworkInTestTakesTheParent(t *testing.T) {
 	}
 	if want := []string{"TestBuild/tags needs-network", "TestInit/abs needs-network", "TestBuild needs-network"}; !slices.Equal(got, want) {
 		t.Errorf("quarantined %q, want %q", got, want)
+	}
+}
+
+// TestMissingToolchainsAtOnce: a suite that spawns yarn and pnpm reports
+// both in one run; one revision declares node, yarn and pnpm, each once.
+func TestMissingToolchainsAtOnce(t *testing.T) {
+	c := draft()
+	log := "Caused by: Error: spawn yarn ENOENT\nCaused by: Error: spawn pnpm ENOENT\nCaused by: Error: spawn yarn ENOENT\nsh: 1: jq: not found\n"
+	a := &Attempt{N: 2, Contract: c, Stage: "verify", Failure: &traces.Failure{Class: traces.TestFailure}, Log: log}
+	ds := missingToolchain(&Situation{Attempt: a, Resolve: resolve})
+	if len(ds) != 1 {
+		t.Fatalf("deltas %+v", ds)
+	}
+	var got []string
+	for _, op := range ds[0].Ops {
+		got = append(got, op.Name)
+	}
+	if !slices.Equal(got, []string{"node", "yarn", "pnpm"}) {
+		t.Fatalf("toolchains %v, want node, yarn and pnpm in one revision", got)
+	}
+	if !strings.Contains(ds[0].Evidence, "spawn yarn ENOENT") {
+		t.Fatalf("evidence %q", ds[0].Evidence)
 	}
 }
