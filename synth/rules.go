@@ -81,6 +81,23 @@ func (s *Situation) cite(line string) string {
 	return fmt.Sprintf("attempt %d, step %s: %s", s.Attempt.N, s.Attempt.StepRef(), strings.TrimSpace(line))
 }
 
+// failureTexts are where a failure's cause may be read: the deciding
+// lines, each failed test's own output (a suite's early failures are gone
+// from the tail of a long log), then the log's tail.
+func (s *Situation) failureTexts() []string {
+	a := s.Attempt
+	var out []string
+	if a.Failure != nil && len(a.Failure.Lines) > 0 {
+		out = append(out, strings.Join(a.Failure.Lines, "\n"))
+	}
+	for _, t := range a.Tests {
+		if t.Status == results.Failed && t.Output != "" {
+			out = append(out, t.Output)
+		}
+	}
+	return append(out, a.Log)
+}
+
 // Rule proposes deltas for one kind of failure; it returns none when the
 // failure is not its kind.
 type Rule struct {
@@ -1042,7 +1059,12 @@ var browserEnv = []string{"CHROME_BIN", "CHROME_PATH", "PUPPETEER_EXECUTABLE_PAT
 // chromium is the same engine, found by the harnesses that fall back to
 // chromium's path and by those that read its path from the env.
 func browserBinary(s *Situation) []Delta {
-	_, line := match(s.Attempt.Log, browserMissingRe...)
+	var line string
+	for _, text := range s.failureTexts() {
+		if _, line = match(text, browserMissingRe...); line != "" {
+			break
+		}
+	}
 	if line == "" || s.failed() == nil {
 		return nil
 	}
@@ -1400,7 +1422,15 @@ func networkInBuild(s *Situation) []Delta {
 // with the log line that shows it. Tests that failed otherwise keep failing.
 func networkInTest(s *Situation) []Delta {
 	a := s.Attempt
-	if a.Failure == nil || a.Failure.Class != traces.NetworkNeeded {
+	if a.Failure == nil {
+		return nil
+	}
+	switch si := stageIndex(a.Contract, a.Stage); {
+	case a.Failure.Class == traces.NetworkNeeded:
+	case a.Failure.Class == traces.TestFailure && si >= 0 && !a.Contract.Stages[si].Network:
+		// A suite whose failures are of several kinds is classed by the
+		// first; each failed test's own output says which need the network.
+	default:
 		return nil
 	}
 	var ops []Op
@@ -1409,9 +1439,16 @@ func networkInTest(s *Situation) []Delta {
 			continue
 		}
 		_, line := match(t.Output, networkRes...)
-		if line == "" || loopback.MatchString(line) {
+		if line != "" && loopback.MatchString(line) {
 			// A refused connection to the test's own server is its bug,
 			// not a need for the network.
+			continue
+		}
+		if line == "" {
+			// A test that installs packages reaches a registry.
+			_, line = match(t.Output, installInTestRe)
+		}
+		if line == "" {
 			continue
 		}
 		ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{
@@ -1466,6 +1503,10 @@ func privilegeInTest(s *Situation) []Delta {
 		Ops:      ops,
 	}}
 }
+
+// installInTestRe is a test's own package install failing: a scaffolder or
+// a build tool's tests install into a temporary project, from the registry.
+var installInTestRe = regexp.MustCompile(`Command failed with exit code \d+: (?:bun|npm|pnpm|yarn) (?:install|i|add|ci)\b`)
 
 var loopback = regexp.MustCompile(`127\.0\.0\.1|localhost|\[::1\]|0\.0\.0\.0`)
 

@@ -128,6 +128,8 @@ func TestRules(t *testing.T) {
 		{name: "own server refused is not network", stage: "verify", class: traces.NetworkNeeded, log: "--- FAIL: TestServer (0.01s)\n", tests: []results.Test{{Name: "TestServer", Status: results.Failed, Output: "server_test.go:30: Get \"http://127.0.0.1:8080/\": dial tcp 127.0.0.1:8080: connect: connection refused"}}, want: ""},
 		{name: "a test makes a network namespace", stage: "verify", class: traces.TestFailure, log: "--- FAIL: TestLinkAdd (0.00s)\n", tests: []results.Test{{Package: "example.com/nl", Name: "TestLinkAdd", Status: results.Failed, Output: "    netns_test.go:21: Failed to create netns: operation not permitted\n"}, {Package: "example.com/nl", Name: "TestParse", Status: results.Passed}}, want: "privilege-in-test", op: Quarantine},
 		{name: "a test's own permission error is its own", stage: "verify", class: traces.TestFailure, log: "--- FAIL: TestWrite (0.00s)\n", tests: []results.Test{{Package: "example.com/a", Name: "TestWrite", Status: results.Failed, Output: "    write_test.go:9: open /work/src/out.txt: permission denied\n"}}, want: ""},
+		{name: "a suite's network test among other failures", stage: "verify", class: traces.TestFailure, log: "FAIL src/a.test.ts\n", tests: []results.Test{{Package: "src/zip.test.ts", Name: "Zipping > downloads packages", Status: results.Failed, Output: "SubprocessError: Command failed with exit code 1: bun install --ignore-scripts\n"}, {Package: "src/a.test.ts", Name: "adds", Status: results.Failed, Output: "AssertionError: expected 3 to be 4\n"}}, want: "network-in-test", op: Quarantine},
+		{name: "a refused loopback is the test's own", stage: "verify", class: traces.TestFailure, log: "--- FAIL: TestServer (0.01s)\n", tests: []results.Test{{Package: "example.com/a", Name: "TestServer", Status: results.Failed, Output: "server_test.go:12: dial tcp 127.0.0.1:8080: connect: connection refused\n"}}, want: ""},
 		{name: "network in test", stage: "verify", class: traces.NetworkNeeded, log: "--- FAIL: TestRemote (0.01s)\n", tests: []results.Test{{Package: "example.com/a", Name: "TestRemote", Status: results.Failed, Output: "remote_test.go:12: Get \"https://schemas.example.org\": dial tcp: lookup schemas.example.org: no such host"}, {Package: "example.com/a", Name: "TestLocal", Status: results.Passed}}, want: "network-in-test", op: Quarantine},
 		{name: "refuses root", stage: "verify", class: traces.Unknown, user: "root", log: "initdb: error: cannot be run as root\nPlease log in (using, e.g., \"su\") as the (unprivileged) user\n", want: "run-as", op: SetUser, opName: "builder"},
 		{name: "refuses root (npm style)", stage: "verify", class: traces.Unknown, user: "root", log: "Error: Running as root is not supported\n", want: "run-as", op: SetUser, opName: "builder"},
@@ -720,5 +722,19 @@ func TestMissingToolchainsAtOnce(t *testing.T) {
 	}
 	if !strings.Contains(ds[0].Evidence, "spawn yarn ENOENT") {
 		t.Fatalf("evidence %q", ds[0].Evidence)
+	}
+}
+
+// TestBrowserBinaryReadsTheFailedTests: a long suite's early failure is
+// gone from the log's tail; the failed test's own output still names it.
+func TestBrowserBinaryReadsTheFailedTests(t *testing.T) {
+	c := draft()
+	c.Stages[2].Steps[0].Run = "npm test"
+	out := "Error: Could not find \"chrome\" binary.\n\nIf it is installed in a custom location, you can specify the path with the browserPaths option.\n"
+	a := &Attempt{N: 2, Contract: c, Stage: "verify", Failure: &traces.Failure{Class: traces.TestFailure}, Log: strings.Repeat("ok\n", 100),
+		Tests: []results.Test{{Package: "src/options.test.ts", Name: "Options > target > should be chrome", Status: results.Failed, Output: out}}}
+	ds := browserBinary(&Situation{Attempt: a})
+	if len(ds) != 1 || ds[0].Ops[0].Name != "chromium" || !strings.Contains(ds[0].Evidence, `Could not find "chrome" binary`) {
+		t.Fatalf("deltas %+v", ds)
 	}
 }
