@@ -207,8 +207,9 @@ const (
 	// only a source this machine cannot reach provides.
 	WhyNeedsProgram = "needs-program"
 	// WhyNeedsPrivilege: the test needs a kernel privilege a replay drops
-	// (network namespaces, mounts, raw sockets: CAP_NET_ADMIN,
-	// CAP_SYS_ADMIN, CAP_NET_RAW), which a hosted runner's sudo has.
+	// (network namespaces, mounts, raw sockets, the host's kernel modules:
+	// CAP_NET_ADMIN, CAP_SYS_ADMIN, CAP_NET_RAW, CAP_SYS_MODULE), which a
+	// hosted runner's sudo has.
 	WhyNeedsPrivilege = "needs-privilege"
 )
 

@@ -1466,12 +1466,20 @@ func networkInTest(s *Situation) []Delta {
 	}}
 }
 
-// privilegeRe is a failed test's report of a kernel operation refused for
-// want of a capability: a replay runs without CAP_NET_ADMIN, CAP_SYS_ADMIN
-// or CAP_NET_RAW and under the engine's seccomp profile, as root too, so
-// creating a network namespace, mounting, a raw socket or netfilter fail
-// where a hosted runner's `sudo` succeeds.
-var privilegeRe = regexp.MustCompile(`(?i)\b(?:netns|network namespace|unshare|setns|clone\(|mount|pivot_root|netlink|raw socket|socket\(AF_PACKET|iptables|ip6tables|nftables|nft\b|sethostname|chroot|mknod|CAP_[A-Z_]+)[^\n]*(?:operation not permitted|EPERM)`)
+// privilegeRes are a failed test's report of a kernel operation refused
+// for want of a privilege: a replay runs without CAP_NET_ADMIN,
+// CAP_SYS_ADMIN, CAP_NET_RAW or CAP_SYS_MODULE and under the engine's
+// seccomp profile, as root too, so creating a namespace, mounting, a raw
+// socket, netfilter, BPF or the host's kernel modules fail where a hosted
+// runner's `sudo` succeeds.
+var privilegeRes = []*regexp.Regexp{
+	regexp.MustCompile(`(?i)\b(?:netns|namespace|unshare|setns|clone\(|mount|pivot_root|netlink|raw socket|socket\(AF_PACKET|iptables|ip6tables|nftables|nft\b|bpf|sethostname|chroot|mknod|CAP_[A-Z_]+)[^\n]*(?:operation not permitted|EPERM)`),
+	regexp.MustCompile(`(?:/proc/modules|/lib/modules/\S*|modprobe)[^\n]*(?:no such file or directory|not found|operation not permitted)`),
+}
+
+// rootRefusedRe is any refusal: to root, the kernel refuses for want of a
+// capability, not of a file's permissions.
+var rootRefusedRe = regexp.MustCompile(`operation not permitted|\bEPERM\b`)
 
 // privilegeInTest quarantines the failed tests that name a kernel
 // operation refused for want of a privilege, each with its own line; a
@@ -1487,7 +1495,11 @@ func privilegeInTest(s *Situation) []Delta {
 		if t.Status != results.Failed {
 			continue
 		}
-		if _, line := match(t.Output, privilegeRe); line != "" {
+		res := privilegeRes
+		if a.Contract.User == "root" {
+			res = append(slices.Clone(res), rootRefusedRe)
+		}
+		if _, line := match(t.Output, res...); line != "" {
 			ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{
 				Test: t.Name, Package: t.Package, Why: contract.WhyNeedsPrivilege, Evidence: s.cite(line),
 			}})
@@ -1498,7 +1510,7 @@ func privilegeInTest(s *Situation) []Delta {
 	}
 	ops = append(ops, parents(a, ops, contract.WhyNeedsPrivilege, "a kernel privilege")...)
 	return []Delta{{
-		Reason:   fmt.Sprintf("%d test(s) need a kernel privilege (namespaces, mounts, raw sockets) that a replay drops and a hosted runner's sudo has", len(ops)),
+		Reason:   fmt.Sprintf("%d test(s) need a kernel privilege (namespaces, mounts, raw sockets, kernel modules) that a replay drops and a hosted runner's sudo has", len(ops)),
 		Evidence: ops[0].Test.Evidence,
 		Ops:      ops,
 	}}

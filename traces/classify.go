@@ -63,7 +63,8 @@ var classes = []struct {
 		// yarn 1: error An unexpected error occurred: "https://registry.yarnpkg.com/x/-/x-1.0.0.tgz: Request failed \"404 Not Found\"".
 		{re: regexp.MustCompile(`"(https?://\S+?): Request failed \\?"(40[0-9]|410)[^"\\]*`), subject: func(m []string) string { return registryPackage(m[1]) + " (" + m[2] + " from " + host(m[1]) + ")" }},
 		// go: example.com/m@v1.2.3: reading https://proxy.golang.org/...: 410 Gone
-		{re: regexp.MustCompile(`go: (?:downloading )?(\S+@\S+?): reading (https?://\S+?): (40[0-9]|410) ([A-Za-z ]+)`), subject: func(m []string) string {
+		// go install pkg@latest: "go: x@latest: module x: reading https://…/@v/list: 403 Forbidden"
+		{re: regexp.MustCompile(`go: (?:downloading )?(\S+@\S+?): (?:module \S+: )?reading (https?://\S+?): (40[0-9]|410) ([A-Za-z ]+)`), subject: func(m []string) string {
 			return m[1] + " (" + m[3] + " " + strings.TrimSpace(m[4]) + " from " + host(m[2]) + ")"
 		}},
 		{re: regexp.MustCompile(`(\S+@\S+?): (?:invalid version: )?unknown revision (\S+)`), subject: func(m []string) string { return m[1] + " (unknown revision " + m[2] + ")" }},
