@@ -96,7 +96,7 @@ failure, not the batch's.`,
 				opts.Save = func(r *eval.Report) error { return writeJSON(out, r) }
 			}
 			if bench {
-				opts.Bench = bareTime(exe)
+				opts.Bench = bareTime(exe, f.budget.Wall)
 			}
 			rep, runErr := eval.Run(cmd.Context(), entries, work, isolated(exe, synthArgs(cmd), childErr), opts)
 			rep.WriteTable(cmd.OutOrStdout())
@@ -251,14 +251,24 @@ func isolated(exe string, flags []string, stderr io.Writer) eval.Synthesize {
 }
 
 // bareTime is eval --bench: exe bench --bare-only --json on the verified
-// copy, in a process of its own on the row's engine.
-func bareTime(exe string) func(ctx context.Context, dir, engine string) (float64, error) {
+// copy, in a process of its own on the row's engine, with the row's wall
+// budget: a bare run has no step timeouts, and one that hangs (a download
+// that retries for ever) must not hold up the rest of the corpus.
+func bareTime(exe string, wall time.Duration) func(ctx context.Context, dir, engine string) (float64, error) {
 	return func(ctx context.Context, dir, engine string) (float64, error) {
+		if wall > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, wall)
+			defer cancel()
+		}
 		c := child(ctx, engine, exe, "bench", "--bare-only", "--json", "--", dir)
 		tail := bounded.Tail{Max: 4 << 10}
 		c.Stderr = &tail
 		out, err := c.Output()
 		if err != nil {
+			if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+				return 0, fmt.Errorf("bench: the bare run outlived the budget (%s): %s", wall, lastLines(tail.Bytes()))
+			}
 			return 0, fmt.Errorf("bench: %w: %s", err, lastLines(tail.Bytes()))
 		}
 		var r benchReport
