@@ -713,3 +713,35 @@ func TestGOPATHProject(t *testing.T) {
 		t.Errorf("a module reported as GOPATH-era: %+v", e)
 	}
 }
+
+// A workflow that names its actions and scripts once, by YAML anchors, and
+// uses them by alias (Actions reads them since 2025): the alias is the
+// action or script its anchor holds.
+func TestGHAAnchors(t *testing.T) {
+	res := runFS(t, mapFS(t, `-- go.mod --
+module example.com/m
+
+go 1.25.0
+-- .github/workflows/ci.yml --
+env:
+  SETUP_GO: &setup_go actions/setup-go@924ae3a1cded613372ab5595356fb5720e22ba16 # v6
+  TEST: &test go test -race ./...
+jobs:
+  test:
+    strategy:
+      matrix:
+        go: ["1.25", "1.26"]
+    runs-on: ubuntu-latest
+    steps:
+      - uses: *setup_go
+        with:
+          go-version: ${{ matrix.go }}
+      - run: *test
+`))
+	if e := find(res, KindGHASetup, ".github/workflows/ci.yml:11", map[string]string{"tool": "go"}); e == nil || e.Facts["version"] != "${{ matrix.go }}" {
+		t.Fatalf("no setup-go evidence through the alias: %+v", res.Evidence)
+	}
+	if e := find(res, KindGHARun, ".github/workflows/ci.yml:14", map[string]string{"run": "go test -race ./..."}); e == nil {
+		t.Fatalf("no run evidence through the alias: %+v", res.Evidence)
+	}
+}

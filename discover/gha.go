@@ -150,14 +150,17 @@ func mineGHASteps(f *file, steps, job *yaml.Node, env map[string]string, dir str
 			if c := scalar(step, "if"); c != "" {
 				uf["if"] = c
 			}
-			mineGHAUses(f, step, uses.Value, k.Line, name, uf)
+			// text resolves an alias: `uses: *setup_go` names the action
+			// its anchor does.
+			mineGHAUses(f, step, text(uses), k.Line, name, uf)
 		}
-		run, k := get(step, "run")
-		if run == nil {
+		runNode, k := get(step, "run")
+		if runNode == nil {
 			continue
 		}
+		run := text(runNode)
 		facts := common()
-		facts["run"], facts["step"], facts["shell"] = strings.TrimRight(run.Value, "\n"), name, scalar(step, "shell")
+		facts["run"], facts["step"], facts["shell"] = strings.TrimRight(run, "\n"), name, scalar(step, "shell")
 		if v := scalar(step, "continue-on-error"); v != "" {
 			facts["continue-on-error"] = v
 		}
@@ -178,7 +181,7 @@ func mineGHASteps(f *file, steps, job *yaml.Node, env map[string]string, dir str
 		for n, v := range stepEnv {
 			facts["env."+n] = v
 		}
-		f.add(KindGHARun, k.Line, firstLine(run.Value), facts)
+		f.add(KindGHARun, k.Line, firstLine(run), facts)
 	}
 }
 
