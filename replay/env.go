@@ -238,7 +238,7 @@ func (x *run) findEnvironment(ctx context.Context, key string) (*environment, er
 			return nil, nil
 		}
 	}
-	_ = x.emit(traces.Event{Type: traces.StageEnd, Stage: prepareStage, Verdict: traces.Pass, Message: "environment " + key + " reused"})
+	_ = x.emit(traces.Event{Type: traces.StageEnd, Stage: PrepareStage, Verdict: traces.Pass, Message: "environment " + key + " reused"})
 	return &env, nil
 }
 

@@ -35,9 +35,9 @@ const (
 	// defaultGoProxy is the go command's own default, which GOPROXY unset means.
 	defaultGoProxy = "https://proxy.golang.org,direct"
 	completeMark   = ".bootstrap-complete"
-	// prepareStage names the setup work in traces; it cannot clash with a
+	// PrepareStage names the setup work in traces; it cannot clash with a
 	// contract stage, whose names start with a letter or digit.
-	prepareStage = "_prepare"
+	PrepareStage = "_prepare"
 )
 
 // SrcDir is where the steps of a replay find the repository: the paths a
@@ -156,7 +156,7 @@ func (x *run) execute(ctx context.Context) (res *Result, err error) {
 		if s != nil {
 			// Made for another setup (a package or toolchain changed): of no use.
 			if err := x.Discard(ctx, s); err != nil {
-				_ = x.emit(traces.Event{Type: traces.StageStart, Stage: prepareStage, Message: err.Error()})
+				_ = x.emit(traces.Event{Type: traces.StageStart, Stage: PrepareStage, Message: err.Error()})
 			}
 		}
 		if ok, err = x.prepare(ctx); err != nil {
@@ -339,7 +339,7 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 	}
 	x.volumes = append(x.volumes, x.homeVol)
 	x.cacheVol = "bootstrap-cache-" + x.homeKey()
-	if x.noCache {
+	if x.noCache || x.in.Clean {
 		x.cacheVol = "bootstrap-cache-" + x.id
 		x.volumes = append(x.volumes, x.cacheVol)
 	}
@@ -368,7 +368,7 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 	x.mounts = x.stageMounts()
 	_ = x.writeLease()
 
-	x.stageStart(prepareStage, true)
+	x.stageStart(PrepareStage, true)
 	prepStart := x.now()
 	c, err := x.engine.Start(ctx, ContainerSpec{Image: x.image.ID, Network: NetworkHost, Mounts: prepMounts, Labels: lbl, KeepCapabilities: true})
 	if err != nil {
@@ -407,7 +407,7 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 		epoch := strconv.FormatInt(max(snap.CommitTime.Unix(), 0), 10)
 		ok, _, err := runStep("a checkout's .git at "+snap.Commit, "sh", "-e", "-c", checkoutScript, "sh", snap.Tree, workDir+"/"+commitFile, epoch)
 		if err != nil || !ok {
-			x.stageEnd(prepareStage, false, prepStart)
+			x.stageEnd(PrepareStage, false, prepStart)
 			return false, err
 		}
 	}
@@ -427,7 +427,7 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 	for _, cmd := range cmds {
 		ok, _, err := runStep(strings.Join(cmd, " "), cmd...)
 		if err != nil || !ok {
-			x.stageEnd(prepareStage, false, prepStart)
+			x.stageEnd(PrepareStage, false, prepStart)
 			return false, err
 		}
 	}
@@ -438,7 +438,7 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 		}
 		ok, out, err := runStep("dpkg-query", append([]string{"dpkg-query", "-W", "-f=${Package}=${Version}\\n"}, names...)...)
 		if err != nil || !ok {
-			x.stageEnd(prepareStage, false, prepStart)
+			x.stageEnd(PrepareStage, false, prepStart)
 			return false, err
 		}
 		x.packages = map[string]string{}
@@ -471,7 +471,7 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 		}
 		x.containers = x.containers[:0]
 	}
-	x.stageEnd(prepareStage, true, prepStart)
+	x.stageEnd(PrepareStage, true, prepStart)
 	x.prepared = true
 	return true, nil
 }
@@ -592,15 +592,15 @@ func (x *run) fillToolchain(ctx context.Context, c Container, a Artifact, target
 
 // prepStep runs one setup command as root and traces it like a step.
 func (x *run) prepStep(ctx context.Context, c Container, n int, what string, cmd []string) (bool, []byte, error) {
-	ref := contract.StepRef(prepareStage, n-1)
+	ref := contract.StepRef(PrepareStage, n-1)
 	cp := newCapture()
-	_ = x.emit(traces.Event{Type: traces.StepStart, Stage: prepareStage, Step: ref, Command: what})
+	_ = x.emit(traces.Event{Type: traces.StepStart, Stage: PrepareStage, Step: ref, Command: what})
 	start := x.now()
 	env := []string{"PATH=" + stdPath, "DEBIAN_FRONTEND=noninteractive", "LANG=C.UTF-8"}
 	res, err := c.Exec(ctx, ExecSpec{Cmd: cmd, User: "root", Env: env, Stdout: cp.stdout(), Stderr: cp.stderr()})
 	if err != nil {
 		return false, nil, fmt.Errorf("setup %q: %w", what, err)
 	}
-	ok, err := x.stepEnd(prepareStage, n, ref, res, false, cp, start, treeCheck{})
+	ok, err := x.stepEnd(PrepareStage, n, ref, res, false, cp, start, treeCheck{})
 	return ok, cp.out.Bytes(), err
 }

@@ -164,7 +164,7 @@ func (r *Runner) verdictPath(key string) string {
 
 // fromCache returns the cached verdict for in, if there is one to trust.
 func (r *Runner) fromCache(in Input, p *inputs) (*Result, bool, error) {
-	if r.cacheDir == "" || r.noCache || !pinned(in.Contract) {
+	if r.cacheDir == "" || r.noCache || in.Clean || !pinned(in.Contract) {
 		return nil, false, nil
 	}
 	data, err := os.ReadFile(r.verdictPath(p.digests["key"]))

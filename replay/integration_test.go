@@ -186,6 +186,37 @@ func TestRealResume(t *testing.T) {
 	}
 }
 
+// TestRealCleanKeepsState: a clean replay (Input.Clean) reuses no dependency
+// cache a warm one filled, yet keeps its state, in which a warm replay of
+// the revision resumes.
+func TestRealCleanKeepsState(t *testing.T) {
+	e := realEngine(t)
+	r := replay.New(replay.WithEngine(e), replay.WithCacheDir(t.TempDir()), replay.WithKeepState())
+	c := testContract("test -f /work/src/fetched && test -f /work/src/fixed")
+	c.Base.Image = scratchBase
+	c.Stages[0].Steps[0].Run = "touch fetched"
+	warm, err := r.Run(context.Background(), replay.Input{Contract: c, Snapshot: snapshot(), OutDir: t.TempDir()})
+	if err != nil || warm.Verdict != traces.Fail || warm.State == nil {
+		t.Fatalf("warm: %v %+v", err, warm)
+	}
+	if err := r.Discard(context.Background(), warm.State); err != nil {
+		t.Fatal(err)
+	}
+	clean, err := r.Run(context.Background(), replay.Input{Contract: c, Snapshot: snapshot(), OutDir: t.TempDir(), Clean: true})
+	if err != nil || clean.Verdict != traces.Fail || clean.State == nil {
+		t.Fatalf("clean: %v %+v", err, clean)
+	}
+	if got := clean.Record.Run.DependencyCache; got != replay.CacheMiss {
+		t.Fatalf("the clean replay's dependency cache was a %s", got)
+	}
+	revised := c.Clone()
+	revised.Stages[1].Steps = append([]contract.Step{step("touch fixed")}, revised.Stages[1].Steps...)
+	second, err := r.Run(context.Background(), replay.Input{Contract: revised, Snapshot: snapshot(), OutDir: t.TempDir(), Resume: clean.State, From: 1})
+	if err != nil || second.Verdict != traces.Pass || second.Record.Run.ResumedFrom == "" {
+		t.Fatalf("resumed: %v %+v", err, second)
+	}
+}
+
 // TestRealCheckout replays a real git repository: the steps see the .git a
 // CI checkout has, HEAD the very commit and nothing changed; a working tree
 // with an edit gets a stand-in commit of what was copied, the same sha on

@@ -26,6 +26,7 @@ type State struct {
 	ca       string
 	home     string
 	cache    string
+	ownCache bool // the dependency cache was the run's own, not a keyed one
 	shell    []string
 	packages map[string]string
 	setup    string
@@ -78,7 +79,7 @@ func (x *run) setupKey() string {
 // adopt takes over s instead of preparing: its image, volumes and shell
 // become this run's, to be cleaned up (or kept again) like its own.
 func (x *run) adopt(s *State) {
-	x.stageStart(prepareStage, true)
+	x.stageStart(PrepareStage, true)
 	start := x.now()
 	x.runImage, x.shell, x.packages = s.image, s.shell, maps.Clone(s.packages)
 	if x.runImage == "" {
@@ -92,8 +93,8 @@ func (x *run) adopt(s *State) {
 	s.taken = true
 	x.dropLeaseOf(s.run)
 	_ = x.writeLease()
-	_ = x.emit(traces.Event{Type: traces.StageEnd, Stage: prepareStage, Verdict: traces.Pass, Message: "resumed in the state kept by run " + s.run})
-	x.durations[prepareStage] = x.now().Sub(start).Milliseconds()
+	_ = x.emit(traces.Event{Type: traces.StageEnd, Stage: PrepareStage, Verdict: traces.Pass, Message: "resumed in the state kept by run " + s.run})
+	x.durations[PrepareStage] = x.now().Sub(start).Milliseconds()
 }
 
 // handOver hands the run image and per-run volumes to the caller instead
@@ -105,16 +106,18 @@ func (x *run) handOver() *State {
 		s.image = "" // the base image itself is not ours to remove
 	}
 	s.volumes = slices.Clone(x.volumes)
+	s.ownCache = slices.Contains(s.volumes, x.cacheVol)
 	x.runImage, x.volumes = x.image.ID, nil
 	return s
 }
 
 // resumeKey is setupKey computed with the volumes s used, which a resuming
 // run has not chosen yet; a keyed cache must still be the one this
-// contract's fetch stages fill.
+// contract's fetch stages fill. A cache of the state's own run was filled
+// by no other contract's stages, as under WithNoCache.
 func (x *run) resumeKey(s *State) string {
 	x.homeVol, x.cacheVol = s.home, s.cache
-	if s.cache != "bootstrap-cache-"+x.homeKey() && !x.noCache {
+	if !s.ownCache && s.cache != "bootstrap-cache-"+x.homeKey() && !x.noCache {
 		return ""
 	}
 	return x.setupKey()

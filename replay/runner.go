@@ -173,6 +173,10 @@ type Input struct {
 	// owned by this replay from then on either way.
 	Resume *State
 	From   int
+	// Clean makes this replay use neither the verdict cache nor a shared
+	// dependency cache, as WithNoCache does, so that a pass needs no cold
+	// replay after it; unlike a cold runner's, its state is still kept.
+	Clean bool
 	// OutDir receives record.json, provenance.json, trace.jsonl and logs/;
 	// usually the repository's .bootstrap directory.
 	OutDir string

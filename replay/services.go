@@ -16,7 +16,7 @@ import (
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
 
-// servicesStage names the services' start-up in traces; like prepareStage
+// servicesStage names the services' start-up in traces; like PrepareStage
 // it cannot clash with a contract stage.
 const servicesStage = "_services"
 

@@ -105,7 +105,7 @@ func (x *run) stepEnd(stage string, n int, ref string, res ExecResult, timedOut 
 		// never became ready; the end of its log says why.
 		f = traces.NotReady(x.contract.Services[n-1].Name, all)
 	}
-	strongest := stage != prepareStage && stage != servicesStage && x.contract.Stages[x.strongestIndex()].Name == stage
+	strongest := stage != PrepareStage && stage != servicesStage && x.contract.Stages[x.strongestIndex()].Name == stage
 	var rep results.Report
 	if strongest {
 		rep = results.Parse(all)

@@ -89,7 +89,7 @@ func (x *run) baseline(ctx context.Context, c Container) error {
 
 func (x *run) treeUnread() {
 	x.treeOff = true
-	_ = x.emit(traces.Event{Type: traces.StageStart, Stage: prepareStage, Message: "the image has no sha256sum or xargs: the tracked files are not checked between steps"})
+	_ = x.emit(traces.Event{Type: traces.StageStart, Stage: PrepareStage, Message: "the image has no sha256sum or xargs: the tracked files are not checked between steps"})
 }
 
 // checkTree reads the tracked files back after step st of stage s and

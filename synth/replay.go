@@ -33,9 +33,13 @@ type Replayer struct {
 	// RunsDir receives one directory per attempt (attempt-N) with its
 	// trace, logs, record and provenance.
 	RunsDir string
+	// MinClean is the shortest run of the stages a resumed replay would
+	// repeat for which starting clean instead is weighed at all (zero:
+	// DefaultMinClean); under it the failed attempt's state is resumed.
+	MinClean time.Duration
 
 	state  *replay.State // kept by the last failed warm attempt
-	failed *Attempt      // that attempt
+	failed *Attempt      // the last failed attempt, with or without a state
 }
 
 var _ Verifier = (*Replayer)(nil)
@@ -45,7 +49,7 @@ const logTail = 64 << 10
 
 // Verify replays c once and reads the outcome back as an Attempt.
 func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold bool) (*Attempt, error) {
-	runner := r.Warm
+	runner, chose := r.Warm, ""
 	if cold {
 		runner = r.Cold
 	}
@@ -58,9 +62,19 @@ func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold
 		if err := r.Close(ctx); err != nil {
 			return nil, err
 		}
-	} else if r.state != nil {
-		// The replay owns the state from here, whether it resumes in it or not.
-		in.Resume, in.From = r.state, resumeFrom(r.failed, c)
+	} else if r.failed != nil {
+		from := resumeFrom(r.failed, c)
+		if why, clean := r.startClean(r.failed, from, r.state != nil); clean {
+			// A clean replay that passes accepts the contract; a resumed
+			// one, or one on a reused cache, needs a cold replay after it.
+			if err := r.Close(ctx); err != nil {
+				return nil, err
+			}
+			in.Clean, chose = true, why
+		} else if r.state != nil {
+			// The replay owns the state from here, whether it resumes in it or not.
+			in.Resume, in.From = r.state, from
+		}
 		r.state, r.failed = nil, nil
 	}
 	start := time.Now()
@@ -74,10 +88,16 @@ func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold
 	a := &Attempt{
 		N: n, Pass: res.Verdict == traces.Pass, Cached: res.Cached, Contract: res.Contract,
 		Tests: res.Tests, Duration: time.Since(start), TracePath: res.TracePath,
-		Resumed: res.Record != nil && res.Record.Run.ResumedFrom != "",
+		Resumed: res.Record != nil && res.Record.Run.ResumedFrom != "", Chose: chose,
+	}
+	if res.Record != nil {
+		a.Durations = make(map[string]time.Duration, len(res.Record.Run.DurationsMS))
+		for k, ms := range res.Record.Run.DurationsMS {
+			a.Durations[k] = time.Duration(ms) * time.Millisecond
+		}
 	}
 	a.Clean = cold || (!a.Cached && !a.Resumed && res.Record != nil && res.Record.Run.DependencyCache == replay.CacheMiss)
-	if res.State != nil {
+	if !a.Pass {
 		r.state, r.failed = res.State, a
 	}
 	if f := res.Failure; f != nil {
@@ -179,6 +199,47 @@ func (r *Replayer) Close(ctx context.Context) error {
 	s := r.state
 	r.state, r.failed = nil, nil
 	return r.Warm.Discard(ctx, s)
+}
+
+// DefaultMinClean is Replayer.MinClean's default: below a minute, what
+// either choice costs more is not worth a guess.
+const DefaultMinClean = time.Minute
+
+// startClean says whether the next attempt should start clean (no
+// verdict cache, a dependency cache of its own) rather than reuse what
+// failed left, and why. Reuse saves time only if the revision fails again:
+// resuming in failed's state saves the setup and the stages before from,
+// and a shared dependency cache at most the network stages. If the
+// revision passes, a cold replay must follow, which runs again what reuse
+// did not save (at least what it took in failed: stages after a failure
+// never ran). Start clean when that is the larger: a long suite is then
+// run once for a pass, not twice.
+func (r *Replayer) startClean(failed *Attempt, from int, resumable bool) (string, bool) {
+	if failed.Contract == nil {
+		return "", false
+	}
+	saved, again := time.Duration(0), failed.Durations[replay.PrepareStage]
+	what := "a reused dependency cache would save at most the network stages' "
+	if resumable {
+		saved, again = again, 0
+		what = "resuming would save "
+	}
+	for i, s := range failed.Contract.Stages {
+		if resumable && i < from || !resumable && s.Network {
+			saved += failed.Durations[s.Name]
+		} else {
+			again += failed.Durations[s.Name]
+		}
+	}
+	floor := r.MinClean
+	if floor <= 0 {
+		floor = DefaultMinClean
+	}
+	if again < floor || again <= saved {
+		return "", false
+	}
+	return fmt.Sprintf("started clean: %s%s, but a pass would then need a cold replay running the other %s again",
+		what, saved.Round(time.Second), again.Round(time.Second)), true
 }
 
 // resumeFrom is the first stage a revision of the failed attempt's contract

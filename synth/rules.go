@@ -41,9 +41,15 @@ type Attempt struct {
 	Index   int
 	Failure *traces.Failure
 	// Log is the tail of the failed step's combined output.
-	Log       string
-	Tests     []results.Test
-	Duration  time.Duration
+	Log      string
+	Tests    []results.Test
+	Duration time.Duration
+	// Durations is how long each stage (by name, the setup as
+	// replay.PrepareStage) and step (by reference) of the replay ran.
+	Durations map[string]time.Duration
+	// Chose says why the replay started clean instead of resuming in the
+	// failed attempt's state; empty otherwise.
+	Chose     string
 	TracePath string
 	// Rejected is set when the attempt's failure was its revision's own
 	// change to the tracked files: the revision was undone, and the

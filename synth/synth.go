@@ -794,6 +794,9 @@ func attemptLine(a *Attempt) string {
 	if a.Resumed {
 		s += " (resumed in the failed attempt's state)"
 	}
+	if a.Chose != "" {
+		s += " (" + a.Chose + ")"
+	}
 	if a.Judged > 0 {
 		s += fmt.Sprintf(" (attempt %d judged again under the revised quarantine, no replay)", a.Judged)
 	}
