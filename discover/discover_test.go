@@ -745,3 +745,24 @@ jobs:
 		t.Fatalf("no run evidence through the alias: %+v", res.Evidence)
 	}
 }
+
+func TestMakeVariablesAndPrerequisites(t *testing.T) {
+	mk := "GO ?= go\nexport GOFLAGS := -mod=mod # comment\nTAGS = a \\\n  b\nTAGS += c\nX != date\n" +
+		"define HELP\nY = inside\nendef\n" +
+		"test: go.test.unit bin/tool | order ## doc\n" +
+		"go.test.unit:\n\tFLAGS=1 $(GO) test -race ./...\n"
+	res := runFS(t, fstest.MapFS{"Makefile": {Data: []byte(mk), Mode: 0o644}})
+	check(t, res, []want{
+		{KindMakeVar, "Makefile:1", map[string]string{"name": "GO", "op": "?=", "value": "go"}, ""},
+		{KindMakeVar, "Makefile:2", map[string]string{"name": "GOFLAGS", "op": ":=", "value": "-mod=mod"}, ""},
+		{KindMakeVar, "Makefile:3", map[string]string{"name": "TAGS", "op": "=", "value": "a b"}, ""},
+		{KindMakeVar, "Makefile:5", map[string]string{"name": "TAGS", "op": "+=", "value": "c"}, ""},
+		{KindMakeTarget, "Makefile:10", map[string]string{"target": "test", "recipe": "", "prerequisites": "go.test.unit bin/tool"}, ""},
+		{KindMakeTarget, "Makefile:11", map[string]string{"target": "go.test.unit", "recipe": "FLAGS=1 $(GO) test -race ./..."}, ""},
+	})
+	for _, e := range res.Evidence {
+		if e.Kind == KindMakeVar && (e.Facts["name"] == "X" || e.Facts["name"] == "Y" || e.Facts["name"] == "FLAGS") {
+			t.Errorf("mined %+v as an assignment", e)
+		}
+	}
+}

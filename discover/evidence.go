@@ -160,11 +160,16 @@ const (
 
 	// Build runners, one entry per target or task; recipe is the commands
 	// joined by newlines. KindMakeTarget (Makefile, makefile, GNUmakefile,
-	// and the *.mk files a Makefile includes) facts: target, recipe. KindTask (Taskfile.yml, Taskfile.yaml,
+	// and the *.mk files a Makefile includes) facts: target, recipe, and
+	// prerequisites (space separated, when it has any). KindTask (Taskfile.yml, Taskfile.yaml,
 	// taskfile.yml) facts: task, recipe (a "task: x" call appears as
 	// "task x"). KindMageTarget (one exported function) facts: target,
 	// recipe (always "").
 	KindMakeTarget Kind = "make.target"
+	// KindMakeVar: one variable assignment outside a recipe, in the same
+	// files as KindMakeTarget. Facts: name, op (=, :=, ::=, ?= or +=),
+	// value (continuations joined, the text as written).
+	KindMakeVar    Kind = "make.var"
 	KindTask       Kind = "task.task"
 	KindMageTarget Kind = "mage.target"
 

@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/scanner"
 	"go/token"
+	"regexp"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -16,6 +17,8 @@ type makeTarget struct {
 	Line   int
 	Name   string
 	Recipe []string
+	// Prerequisites are the words after the colon (before any ";" or "|").
+	Prerequisites []string
 }
 
 // parseMakefile returns the explicit targets with their recipes. Special
@@ -63,12 +66,20 @@ func parseMakefile(text string) []makeTarget {
 		var inline string
 		if k := strings.IndexByte(rest, ';'); k >= 0 {
 			inline = strings.TrimSpace(rest[k+1:])
+			rest = rest[:k]
 		}
+		if k := strings.IndexByte(rest, '|'); k >= 0 {
+			rest = rest[:k]
+		}
+		if k := strings.IndexByte(rest, '#'); k >= 0 {
+			rest = rest[:k]
+		}
+		prereqs := strings.Fields(rest)
 		for _, name := range strings.Fields(head) {
 			if strings.HasPrefix(name, ".") || strings.Contains(name, "%") || strings.HasPrefix(name, "$(") {
 				continue
 			}
-			mt := makeTarget{Line: lineNo, Name: name}
+			mt := makeTarget{Line: lineNo, Name: name, Prerequisites: prereqs}
 			if inline != "" {
 				mt.Recipe = []string{inline}
 			}
@@ -81,9 +92,61 @@ func parseMakefile(text string) []makeTarget {
 
 func mineMakefile(f *file) {
 	for _, t := range parseMakefile(string(f.data)) {
-		f.add(KindMakeTarget, t.Line, f.lineText(t.Line), map[string]string{
-			"target": t.Name, "recipe": strings.Join(t.Recipe, "\n")})
+		facts := map[string]string{"target": t.Name, "recipe": strings.Join(t.Recipe, "\n")}
+		if len(t.Prerequisites) > 0 {
+			facts["prerequisites"] = strings.Join(t.Prerequisites, " ")
+		}
+		f.add(KindMakeTarget, t.Line, f.lineText(t.Line), facts)
 	}
+	for _, v := range parseMakeVars(string(f.data)) {
+		f.add(KindMakeVar, v.Line, f.lineText(v.Line), map[string]string{"name": v.Name, "op": v.Op, "value": v.Value})
+	}
+}
+
+// makeVar is one variable assignment of a Makefile.
+type makeVar struct {
+	Line            int
+	Name, Op, Value string
+}
+
+// makeAssignRe is an assignment line: "export X ?= v", "override Y := v".
+// A shell assignment (!=) runs a command the planner cannot, and is left out.
+var makeAssignRe = regexp.MustCompile(`^(?:(?:export|override)\s+)*([A-Za-z_][A-Za-z0-9_]*)\s*(::=|:=|\?=|\+=|=)\s*(.*)$`)
+
+// parseMakeVars returns the assignments outside recipes, in file order.
+func parseMakeVars(text string) []makeVar {
+	var out []makeVar
+	inDefine := false // a define block's lines are its value, not assignments
+	lines := strings.Split(text, "\n")
+	for i := 0; i < len(lines); i++ {
+		raw := strings.TrimRight(lines[i], "\r")
+		lineNo := i + 1
+		for strings.HasSuffix(raw, "\\") && i+1 < len(lines) {
+			i++
+			raw = strings.TrimRight(strings.TrimSuffix(raw, "\\"), " \t") + " " + strings.TrimSpace(strings.TrimRight(lines[i], "\r"))
+		}
+		t := strings.TrimSpace(raw)
+		if strings.HasPrefix(t, "define ") || strings.HasPrefix(t, "export define ") {
+			inDefine = true
+		}
+		if inDefine {
+			inDefine = t != "endef"
+			continue
+		}
+		if strings.HasPrefix(raw, "\t") {
+			continue
+		}
+		m := makeAssignRe.FindStringSubmatch(t)
+		if m == nil {
+			continue
+		}
+		v := m[3]
+		if k := strings.Index(v, " #"); k >= 0 {
+			v = v[:k]
+		}
+		out = append(out, makeVar{Line: lineNo, Name: m[1], Op: m[2], Value: strings.TrimSpace(v)})
+	}
+	return out
 }
 
 func mineTaskfile(f *file) {

@@ -63,6 +63,12 @@ func (v verdict) guessed() bool {
 type scripts struct {
 	pkg  map[string]map[string]string // dir → script name → command
 	make map[string]map[string]string // dir → target → recipe
+	// runs is what make runs for a target, as reaches follows it: the
+	// recipe with the plain variables of its Makefiles put in, or for a
+	// target without one, make of its prerequisites. Job roles are read
+	// from the recipes as written: a reading this deep is for what a
+	// command needs (a C compiler for -race), not for what a job is.
+	runs map[string]map[string]string
 	deno map[string]map[string]string // dir → deno task → command
 	// open holds the scripts being followed, so one that runs itself in
 	// its workspaces ("test": "bun --filter '*' test") ends.
@@ -70,7 +76,7 @@ type scripts struct {
 }
 
 func newScripts(res *discover.Result) *scripts {
-	s := &scripts{pkg: map[string]map[string]string{}, make: map[string]map[string]string{}, deno: map[string]map[string]string{}}
+	s := &scripts{pkg: map[string]map[string]string{}, make: map[string]map[string]string{}, deno: map[string]map[string]string{}, runs: map[string]map[string]string{}}
 	add := func(m map[string]map[string]string, dir, name, cmd string) {
 		if m[dir] == nil {
 			m[dir] = map[string]string{}
@@ -79,19 +85,109 @@ func newScripts(res *discover.Result) *scripts {
 			m[dir][name] = cmd
 		}
 	}
+	vars := map[string]map[string]string{}    // dir → make variable → value
+	prereqs := map[string]map[string]string{} // dir → target → its prerequisites
 	for _, e := range res.Evidence {
 		switch e.Kind {
 		case discover.KindPackageScript:
 			add(s.pkg, path.Dir(e.Path), e.Facts["name"], e.Facts["command"])
+		case discover.KindMakeVar:
+			assign(vars, makeDir(res, e.Path), e.Facts)
 		case discover.KindMakeTarget:
-			add(s.make, makeDir(res, e.Path), e.Facts["target"], e.Facts["recipe"])
+			dir := makeDir(res, e.Path)
+			add(s.make, dir, e.Facts["target"], e.Facts["recipe"])
+			if p := e.Facts["prerequisites"]; p != "" && prereqs[dir][e.Facts["target"]] == "" {
+				if prereqs[dir] == nil {
+					prereqs[dir] = map[string]string{}
+				}
+				prereqs[dir][e.Facts["target"]] = p
+			}
 		case discover.KindTask:
 			add(s.make, path.Dir(e.Path)+"\x00task", e.Facts["task"], e.Facts["recipe"])
 		case discover.KindDenoTask:
 			add(s.deno, path.Dir(e.Path), e.Facts["name"], e.Facts["command"])
 		}
 	}
+	for dir, targets := range s.make {
+		s.runs[dir] = map[string]string{}
+		for t, recipe := range targets {
+			if strings.TrimSpace(recipe) == "" {
+				recipe = makePrerequisites(prereqs[dir][t], targets)
+			}
+			s.runs[dir][t] = expandMake(recipe, vars[dir], 0)
+		}
+	}
 	return s
+}
+
+// makePrerequisites is what a target without a recipe runs: make of those
+// of its prerequisites that are targets here ("test: go.test.unit").
+// Files, and what no Makefile here defines, are left out.
+func makePrerequisites(prereqs string, targets map[string]string) string {
+	var run []string
+	for _, p := range strings.Fields(prereqs) {
+		if _, ok := targets[p]; ok {
+			run = append(run, p)
+		}
+	}
+	if len(run) == 0 {
+		return ""
+	}
+	return "make " + strings.Join(run, " ")
+}
+
+// assign records a make variable's assignment as make would, the files'
+// conditionals aside: ?= only where it is unset, += appended.
+func assign(vars map[string]map[string]string, dir string, f map[string]string) {
+	if vars[dir] == nil {
+		vars[dir] = map[string]string{}
+	}
+	m, name := vars[dir], f["name"]
+	switch old, set := m[name]; f["op"] {
+	case "?=":
+		if !set {
+			m[name] = f["value"]
+		}
+	case "+=":
+		m[name] = strings.TrimSpace(old + " " + f["value"])
+	default:
+		m[name] = f["value"]
+	}
+}
+
+// makeRefRe is a reference to a plain make variable: $(NAME) or ${NAME}.
+var makeRefRe = regexp.MustCompile(`\$\$|\$\(([A-Za-z_][A-Za-z0-9_]*)\)|\$\{([A-Za-z_][A-Za-z0-9_]*)\}`)
+
+// maxExpand bounds what a recipe may grow to by expansion, so variables
+// that refer to each other cannot blow it up.
+const maxExpand = 64 << 10
+
+// expandMake replaces the references to the variables vars defines, as
+// make does before the shell sees a recipe, so a flag set in a variable
+// ("GO_TEST_FLAGS ?= -race") is read where the recipe uses it. Only a value
+// that expands to plain text is put in: one that calls a make function
+// ($(if …), $(shell …)) or what no file here sets is make's to compute,
+// and the reference stays as written, as do automatic variables and "$$",
+// the shell's "$".
+func expandMake(s string, vars map[string]string, depth int) string {
+	if len(vars) == 0 || !strings.Contains(s, "$") {
+		return s
+	}
+	grown := len(s)
+	return makeRefRe.ReplaceAllStringFunc(s, func(ref string) string {
+		v, ok := vars[strings.Trim(ref, "$(){}")]
+		if !ok || ref == "$$" || depth >= maxDepth*2 || grown+len(v) > maxExpand {
+			return ref
+		}
+		v = expandMake(v, vars, depth+1)
+		if strings.Contains(v, "$") {
+			return ref
+		}
+		if grown += len(v); grown > maxExpand {
+			return ref
+		}
+		return v
+	})
 }
 
 // makeDir is the directory whose make a target file serves: a Makefile's
@@ -150,7 +246,11 @@ func (s *scripts) reaches(run, dir string, depth int, want func(w []string) bool
 	case "make", "gmake", "task":
 		key, targets := targetKey(tool, w[1:], dir)
 		for _, t := range targets {
-			bodies = append(bodies, strings.Split(s.make[key][t], "\n")...)
+			recipe, ok := s.runs[key][t]
+			if !ok {
+				recipe = s.make[key][t] // a task's
+			}
+			bodies = append(bodies, strings.Split(recipe, "\n")...)
 		}
 	case "npm", "yarn", "pnpm", "bun":
 		if name := scriptArg(w[1:]); name != "" {

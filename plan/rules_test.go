@@ -769,3 +769,44 @@ func TestSudoTestsRunAsRoot(t *testing.T) {
 		})
 	}
 }
+
+// A -race the recipe takes from a make variable, or a recipe-less target
+// runs through its prerequisite, still needs a C compiler; the job is read
+// from the recipe as written (an expanded one is only followed for what it
+// needs).
+func TestRaceThroughMakeVariablesAndPrerequisites(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		evs  []discover.Evidence
+	}{
+		{"variable", []discover.Evidence{
+			ev(discover.KindMakeVar, "Makefile-test.mk", 3, "name", "GO_TEST_FLAGS", "op", "?=", "value", "$(RACE)"),
+			ev(discover.KindMakeVar, "Makefile", 2, "name", "RACE", "op", ":=", "value", "-race"),
+			ev(discover.KindMakeTarget, "Makefile-test.mk", 5, "target", "test", "recipe", "go test $(GO_TEST_FLAGS) ./..."),
+		}},
+		{"prerequisite", []discover.Evidence{
+			ev(discover.KindMakeTarget, "Makefile", 5, "target", "test", "recipe", "", "prerequisites", "go.test.unit bin/tool"),
+			ev(discover.KindMakeTarget, "Makefile", 7, "target", "go.test.unit", "recipe", "go test -race ./..."),
+		}},
+	} {
+		evs := append(tc.evs, gha(discover.KindGHARun, 12, "run", "make test", "step", "test"), ev(discover.KindGoMod, "go.mod", 1, "go", "1.22"))
+		r := result([]discover.Project{proj(".", "go")}, evs...)
+		r.Files = map[string]string{"Makefile": "sha256:1"}
+		c := explain(t, r).Contract
+		if !slices.Contains(c.SystemPackages, "gcc") || !slices.Contains(c.SystemPackages, "libc6-dev") {
+			t.Errorf("%s: system packages %v lack gcc and libc6-dev", tc.name, c.SystemPackages)
+		}
+	}
+	// Only plain text goes in: a value make computes stays a reference.
+	vars := map[string]string{"A": "-race", "B": "$(shell echo -race)", "C": "$(A) -v", "SELF": "$(SELF) x"}
+	for in, want := range map[string]string{
+		"go test $(A) ${A} ./...": "go test -race -race ./...",
+		"go test $(B)":            "go test $(B)",
+		"go test $(C) $$(pwd)":    "go test -race -v $$(pwd)",
+		"go test $(SELF) $(D) $@": "go test $(SELF) $(D) $@",
+	} {
+		if got := expandMake(in, vars, 0); got != want {
+			t.Errorf("expandMake(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
