@@ -1451,8 +1451,14 @@ func networkInTest(s *Situation) []Delta {
 			continue
 		}
 		if line == "" {
-			// A test that installs packages reaches a registry.
+			// A test that installs packages, or asks a registry about
+			// one, reaches the registry.
 			_, line = match(t.Output, installInTestRe)
+		}
+		if line == "" {
+			if _, l := match(t.Output, offlineURLRe); !loopback.MatchString(l) {
+				line = l
+			}
 		}
 		if line == "" {
 			continue
@@ -1524,7 +1530,11 @@ func privilegeInTest(s *Situation) []Delta {
 
 // installInTestRe is a test's own package install failing: a scaffolder or
 // a build tool's tests install into a temporary project, from the registry.
-var installInTestRe = regexp.MustCompile(`Command failed with exit code \d+: (?:bun|npm|pnpm|yarn) (?:install|i|add|ci)\b`)
+var installInTestRe = regexp.MustCompile(`Command failed with exit code \d+: (?:bun|npm|pnpm|yarn) (?:(?:install|i|add|ci|view|info|show)\b|pack '?(?:@[\w.-]+/)?[\w.-]+@)`)
+
+// offlineURLRe is a tool saying it could not fetch a URL because it is
+// offline ("Offline and "https://…" is not cached").
+var offlineURLRe = regexp.MustCompile(`(?i)\boffline\b[^\n]*https?://`)
 
 var loopback = regexp.MustCompile(`127\.0\.0\.1|localhost|\[::1\]|0\.0\.0\.0`)
 
