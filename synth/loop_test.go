@@ -452,3 +452,38 @@ func TestLoopDoesNotBlameTheRevisionForTheProjectsStep(t *testing.T) {
 		t.Fatalf("verified=%v env=%v diagnosis=%q", out.Verified, out.Contract.Env, out.Diagnosis)
 	}
 }
+
+// One attempt that fails for a missing command and, in another test, for
+// the network gets both answers in one revision, not one replay each.
+func TestLoopQuarantinesAlongsideARepair(t *testing.T) {
+	offline := results.Test{Package: "example.com/a", Name: "TestFetch", Status: results.Failed,
+		Output: "fetch_test.go:9: Get \"https://example.org/\": dial tcp: lookup example.org: no such host\n"}
+	sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
+		ok := results.Test{Package: "example.com/a", Name: "TestA", Status: results.Passed}
+		if !slices.Contains(c.SystemPackages, "jq") {
+			return fail("verify", traces.MissingCommand, "sh: 1: jq: not found", ok, offline)
+		}
+		if len(c.Quarantine) == 0 {
+			return fail("verify", traces.TestFailure, "--- FAIL: TestFetch", ok, offline)
+		}
+		a := pass(ok, offline)
+		a.Clean = true
+		return a
+	}}
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t))).Run(context.Background(), draft(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.Verified || len(out.Attempts) != 2 {
+		t.Fatalf("verified=%v after %d attempts, want 2", out.Verified, len(out.Attempts))
+	}
+	var got []string
+	for _, d := range out.Deltas {
+		if d.Accepted && d.Attempt == 1 {
+			got = append(got, d.Rule)
+		}
+	}
+	if !slices.Equal(got, []string{"missing-command", "network-in-test"}) {
+		t.Fatalf("deltas %+v, want missing-command and network-in-test after attempt 1", out.Deltas)
+	}
+}

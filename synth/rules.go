@@ -1433,9 +1433,10 @@ func networkInTest(s *Situation) []Delta {
 	}
 	switch si := stageIndex(a.Contract, a.Stage); {
 	case a.Failure.Class == traces.NetworkNeeded:
-	case a.Failure.Class == traces.TestFailure && si >= 0 && !a.Contract.Stages[si].Network:
+	case si >= 0 && !a.Contract.Stages[si].Network:
 		// A suite whose failures are of several kinds is classed by the
-		// first; each failed test's own output says which need the network.
+		// first (a test failure, a missing command); each failed test's
+		// own output says which need the network.
 	default:
 		return nil
 	}
@@ -1453,7 +1454,7 @@ func networkInTest(s *Situation) []Delta {
 		if line == "" {
 			// A test that installs packages, or asks a registry about
 			// one, reaches the registry.
-			_, line = match(t.Output, installInTestRe)
+			line = installInTest(t.Output)
 		}
 		if line == "" {
 			if _, l := match(t.Output, offlineURLRe); !loopback.MatchString(l) {
@@ -1531,6 +1532,39 @@ func privilegeInTest(s *Situation) []Delta {
 // installInTestRe is a test's own package install failing: a scaffolder or
 // a build tool's tests install into a temporary project, from the registry.
 var installInTestRe = regexp.MustCompile(`Command failed with exit code \d+: (?:bun|npm|pnpm|yarn) (?:(?:install|i|add|ci|view|info|show)\b|pack '?(?:@[\w.-]+/)?[\w.-]+@)`)
+
+var (
+	// timedOutRe is a test runner's timeout of a test or its hook.
+	timedOutRe = regexp.MustCompile(`(?:Hook|Test) timed out in \d+ ?ms|Timeout of \d+ms exceeded|Exceeded timeout of \d+ ms`)
+	// installCallRe is a line of test code that runs a package install:
+	// spawn('npm', ['install']), execa('pnpm', ['add', …]), exec("npm i").
+	installCallRe = regexp.MustCompile(`['"](?:npm|pnpm|yarn|bun)['"]\s*,\s*\[\s*['"](?:install|i|add|ci)['"]|['"` + "`" + `](?:npm|pnpm|yarn|bun) (?:install|i|add|ci)\b`)
+	// subprocessRe and installBannerRe: a failed subprocess whose output
+	// is a package manager's install starting.
+	subprocessRe    = regexp.MustCompile(`SubprocessError|ExecaError|Command failed with exit`)
+	installBannerRe = regexp.MustCompile(`\bbun (?:install|add) v\d+\.\d+|\bnpm (?:ERR!|error) (?:code|network|request)`)
+)
+
+// installInTest is the line of a failed test's output that shows it
+// installing packages, which reaches a registry: the install's own
+// failure, a timeout whose code frame is the install, or a failed
+// subprocess that was an install; "" when there is none.
+func installInTest(out string) string {
+	if _, line := match(out, installInTestRe); line != "" {
+		return line
+	}
+	if timedOutRe.MatchString(out) {
+		if _, line := match(out, installCallRe); line != "" {
+			return line
+		}
+	}
+	if subprocessRe.MatchString(out) {
+		if _, line := match(out, installBannerRe); line != "" {
+			return line
+		}
+	}
+	return ""
+}
 
 // offlineURLRe is a tool saying it could not fetch a URL because it is
 // offline ("Offline and "https://…" is not cached").

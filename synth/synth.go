@@ -456,7 +456,7 @@ func (l *Loop) repair(ctx context.Context, cur *contract.Contract, sit *Situatio
 		for _, d := range r.Propose(sit) {
 			d.Rule = r.Name
 			if next, ok := l.try(cur, d, n, tried, out); ok {
-				return next, true
+				return l.alongside(next, r.Name, sit, n, tried, out), true
 			}
 		}
 	}
@@ -472,6 +472,32 @@ func (l *Loop) repair(ctx context.Context, cur *contract.Contract, sit *Situatio
 		}
 	}
 	return nil, false
+}
+
+// testRules quarantine failed tests, each by its own output: what they
+// answer does not depend on the rest of the failure.
+var testRules = []string{"network-in-test", "privilege-in-test"}
+
+// alongside adds to next, the revision rule made, the quarantines the test
+// rules find in the same attempt: a suite that failed for a missing
+// browser and, in other tests, for the network would otherwise spend a
+// replay on each.
+func (l *Loop) alongside(next *contract.Contract, rule string, sit *Situation, n int, tried map[string]bool, out *Outcome) *contract.Contract {
+	for _, r := range Rules {
+		if r.Name == rule || !slices.Contains(testRules, r.Name) {
+			continue
+		}
+		for _, d := range r.Propose(sit) {
+			if !slices.ContainsFunc(d.Ops, func(op Op) bool { return op.Kind == Quarantine }) {
+				continue
+			}
+			d.Rule = r.Name
+			if both, ok := l.try(next, d, n, tried, out); ok {
+				next = both
+			}
+		}
+	}
+	return next
 }
 
 // revise asks the reviser, a few times, for an acceptable delta.
