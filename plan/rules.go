@@ -685,6 +685,12 @@ func overruled(c candidate, winners []candidate) string {
 	return fmt.Sprintf("%s gives the %s commands: %s", what, c.stage, strings.Join(runs, ", "))
 }
 
+// CgoPackages are what cgo needs, as a hosted runner has it: the C
+// compiler, the C++ one (a cgo dependency may hold C++ sources, which Go
+// compiles with g++), and the C library headers, which Debian only
+// recommends with gcc.
+var CgoPackages = []string{"gcc", "g++", "libc6-dev"}
+
 // race says a command builds with Go's race detector.
 func race(w []string) bool {
 	return slices.ContainsFunc(w, func(a string) bool { return a == "-race" || a == "--race" || a == "-race=true" })
@@ -701,10 +707,10 @@ func (p *run) finish() {
 			}
 			if at, ok := p.scripts.reaches(s.Run, cwdOrDot(s.Cwd), 0, race); ok && !p.pkgs["gcc"] && !p.pkgs["build-essential"] {
 				// Go turns cgo off without a C compiler, and -race needs cgo.
-				p.pkgs["gcc"], p.pkgs["libc6-dev"] = true, true
-				for _, pk := range []string{"gcc", "libc6-dev"} {
+				for _, pk := range CgoPackages {
+					p.pkgs[pk] = true
 					p.out.Decisions = append(p.out.Decisions, Decision{Topic: "system package", Choice: pk, Evidence: s.Evidence,
-						Reason: fmt.Sprintf("`%s` builds with the race detector, which needs cgo: a C compiler and the C library headers, which the base image lacks", at)})
+						Reason: fmt.Sprintf("`%s` builds with the race detector, which needs cgo: the C and C++ compilers a hosted runner has (a cgo dependency may hold C++) and the C library headers, which the base image lacks", at)})
 				}
 			}
 			w := words(s.Run)

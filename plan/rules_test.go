@@ -313,7 +313,7 @@ func TestCIStepsWinAndHostedStepsAreSkipped(t *testing.T) {
 		t.Errorf("verify step = %+v", v)
 	}
 	// apt's packages, and what -race needs (cgo: a C compiler, the libc headers).
-	if !slices.Equal(c.SystemPackages, []string{"gcc", "libc6-dev", "libsqlite3-dev", "pkg-config"}) {
+	if !slices.Equal(c.SystemPackages, []string{"g++", "gcc", "libc6-dev", "libsqlite3-dev", "pkg-config"}) {
 		t.Errorf("system packages = %v", c.SystemPackages)
 	}
 	if c.Env["GOFLAGS"] != "-mod=readonly" || !slices.Equal(c.Secrets, []string{"NPM_TOKEN"}) || c.Env["NPM_TOKEN"] != "" {

@@ -569,7 +569,7 @@ func cgoDisabled(s *Situation) []Delta {
 	}
 	c := s.Attempt.Contract
 	var ops []Op
-	for _, pkg := range []string{"gcc", "libc6-dev"} {
+	for _, pkg := range plan.CgoPackages {
 		if !slices.Contains(c.SystemPackages, pkg) {
 			ops = append(ops, Op{Kind: AddSystemPackage, Name: pkg})
 		}
@@ -581,7 +581,7 @@ func cgoDisabled(s *Situation) []Delta {
 		return nil
 	}
 	return []Delta{{
-		Reason:   "cgo is off because no C compiler is installed; install gcc with the libc headers",
+		Reason:   "cgo is off because no C compiler is installed; install the C and C++ compilers a hosted runner has, with the libc headers",
 		Evidence: s.cite(line),
 		Ops:      ops,
 	}}
