@@ -257,11 +257,32 @@ func NotReady(service string, log []byte) *Failure {
 // printing its usage, whose first line is then the one that tells.
 var errorish = regexp.MustCompile(`(?i)(^|[^a-z])(error|fatal|panic|exception)\b|ERR!|ERR_[A-Z_]+|\bfailed\b|^\s*usage:\s`)
 
-// tellingLines picks what decided an unknown failure: from the first line
-// that states an error near the end of the log, else the last lines.
+// compilerDiag is a compiler's diagnostic, FILE:LINE[:COL]: message, as
+// Go, C, C++, TypeScript and Rust print them ("lxd/db/node.go:12:3: could
+// not determine kind of name for C.dqlite_node_set_block_size").
+// A stack frame ("\t/x/y.go:12 +0x1d") or a test's indented log line is
+// not one.
+var compilerDiag = regexp.MustCompile(`^[^\s+]\S*\.(?:go|c|cc|cpp|cxx|h|hpp|ts|tsx|mts|cts|rs)(?::\d+){1,2}:? [^+]`)
+
+// tellingLines picks what decided an unknown failure: from a compiler's
+// first diagnostic near the end of the log (a build wrapped in make or a
+// script fails with the wrapper's own "Error 1" after it), else the first
+// line that states an error there, else the last lines.
 func tellingLines(lines []string, n int) []string {
-	for i := max(len(lines)-200, 0); i < len(lines); i++ {
-		if !errorish.MatchString(lines[i]) {
+	from := max(len(lines)-200, 0)
+	for _, re := range []*regexp.Regexp{compilerDiag, errorish} {
+		if out := linesFrom(lines, from, re, n); out != nil {
+			return out
+		}
+	}
+	return lastLines(lines, n)
+}
+
+// linesFrom is up to n non-blank lines from the first one at or after
+// from that re matches; nil when none does.
+func linesFrom(lines []string, from int, re *regexp.Regexp, n int) []string {
+	for i := from; i < len(lines); i++ {
+		if !re.MatchString(lines[i]) {
 			continue
 		}
 		var out []string
@@ -272,7 +293,7 @@ func tellingLines(lines []string, n int) []string {
 		}
 		return out
 	}
-	return lastLines(lines, n)
+	return nil
 }
 
 // lastLines returns the last n non-blank lines, the most telling ones when

@@ -3,6 +3,7 @@ package traces
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -145,5 +146,22 @@ func TestUnknownPicksTheErrorLine(t *testing.T) {
 	f = Classify(2, false, false, []byte("step one\nstep two\nexiting\n"))
 	if f.Lines[len(f.Lines)-1] != "exiting" {
 		t.Fatalf("no error line: %+v", f)
+	}
+}
+
+// A build wrapped in make fails with make's own line after the compiler's:
+// the compiler's first diagnostic tells; a panic's stack frames do not.
+func TestUnknownPicksTheCompilerDiagnostic(t *testing.T) {
+	log := "go build -o bin/ ./lxd\n# github.com/canonical/lxd/lxd/db\n" +
+		"lxd/db/node.go:252:10: could not determine kind of name for C.dqlite_node_set_block_size\n" +
+		"lxd/db/node.go:335:9: could not determine kind of name for C.dqlite_node_describe_last_entry\n" +
+		"make: *** [Makefile:40: default] Error 1\n"
+	f := Classify(2, false, false, []byte(log))
+	if f.Class != Unknown || len(f.Lines) == 0 || !strings.Contains(f.Lines[0], "C.dqlite_node_set_block_size") {
+		t.Fatalf("%+v", f)
+	}
+	panicked := "panic: boom\n\ngoroutine 1 [running]:\nmain.main()\n\t/src/main.go:7 +0x25\nexit status 2\n"
+	if f := Classify(2, false, false, []byte(panicked)); len(f.Lines) == 0 || f.Lines[0] != "panic: boom" {
+		t.Fatalf("a panic: %+v", f)
 	}
 }
