@@ -487,3 +487,42 @@ func TestLoopQuarantinesAlongsideARepair(t *testing.T) {
 		t.Fatalf("deltas %+v, want missing-command and network-in-test after attempt 1", out.Deltas)
 	}
 }
+
+// A step that ran through in an earlier attempt and now fails for what no
+// rule answers is replayed once as it is before the loop gives up: an
+// install whose scripts race fails one run in several.
+func TestLoopReplaysAFlakyStepOnce(t *testing.T) {
+	for _, flaky := range []bool{true, false} {
+		fetches := 0
+		sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
+			if !slices.Contains(c.SystemPackages, "make") {
+				return fail("build", traces.MissingCommand, "sh: 1: make: not found")
+			}
+			if fetches++; fetches == 1 || !flaky {
+				return fail("fetch", traces.MissingCommand, "/bin/sh: 1: tsdown: not found")
+			}
+			a := pass(results.Test{Name: "TestA", Status: results.Passed})
+			a.Clean = true
+			return a
+		}}
+		out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t))).Run(context.Background(), draft(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// make missing; tsdown missing (fetch passed in attempt 1); the same contract again
+		if len(out.Attempts) != 3 || out.Verified != flaky {
+			t.Errorf("flaky=%v: verified=%v after %d attempts, want %v after 3; %s", flaky, out.Verified, len(out.Attempts), flaky, out.Diagnosis)
+		}
+	}
+	// A step that never passed is not replayed for luck.
+	sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
+		return fail("verify", traces.MissingCommand, "/bin/sh: 1: tool-that-never-was: not found")
+	}}
+	out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t))).Run(context.Background(), draft(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Attempts) != 1 {
+		t.Errorf("a step that never passed: %d attempts, want 1", len(out.Attempts))
+	}
+}

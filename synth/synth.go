@@ -289,6 +289,16 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 		sit := &Situation{Attempt: a, History: out.Attempts, Evidence: ev, Resolve: l.resolve, Packages: l.packages}
 		last = &revision{from: cur, sit: sit}
 		next, ok := l.repair(ctx, cur, sit, n, tried, out)
+		if !ok && !rerun[d] && passedBefore(a, out.Attempts) {
+			// Nothing answers a failure of a step an earlier attempt ran
+			// through as it stands: before giving up, see whether it fails
+			// again (an install's scripts racing each other fail one run
+			// in several).
+			rerun[d] = true
+			l.say("  no rule answers it, and step %s passed in an earlier attempt: replaying once more as it is", a.StepRef())
+			l.fresh(ctx)
+			continue
+		}
 		if !ok {
 			if f := vendorDownload(a); f != nil {
 				a.Failure = f // what no repair answered is a download this machine cannot have
@@ -308,6 +318,34 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 		}
 		cur = next
 	}
+}
+
+// passedBefore says an attempt before a ran a's failed step, the same
+// command in the same directory, and went past it.
+func passedBefore(a *Attempt, history []*Attempt) bool {
+	st, err := step(a.Contract, a.Stage, a.Index)
+	if err != nil {
+		return false
+	}
+	for _, b := range history {
+		if b == a || b.N >= a.N || b.Contract == nil {
+			continue
+		}
+		si := stageIndex(b.Contract, a.Stage)
+		if si < 0 {
+			continue
+		}
+		for i, bs := range b.Contract.Stages[si].Steps {
+			if bs.Run != st.Run || bs.Cwd != st.Cwd {
+				continue
+			}
+			failedAt := stageIndex(b.Contract, b.Stage)
+			if b.Pass || failedAt > si || failedAt == si && b.Index > i {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // revision is a contract the loop revised and the situation the revision
