@@ -153,7 +153,7 @@ type e2eRun struct {
 // synthesize runs synth on fixture name the way `bootstrap synth` does:
 // discover on the committed snapshot, start from the committed contract or
 // the rule planner's draft, repair with the rules alone, confirm cold.
-func synthesize(t *testing.T, e *docker.Engine, name string, minClean time.Duration, opts ...synth.Option) e2eRun {
+func synthesize(t *testing.T, e *docker.Engine, name string, opts ...synth.Option) e2eRun {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -190,7 +190,7 @@ func synthesize(t *testing.T, e *docker.Engine, name string, minClean time.Durat
 	rOpts = append(rOpts, replay.WithToolchains(toolchain.New(tcOpts...)))
 	warm := replay.New(rOpts...)
 	cold := replay.New(append(rOpts, replay.WithNoCache())...)
-	v := &synth.Replayer{Warm: warm, Cold: cold, Snapshot: snap, RunsDir: filepath.Join(t.TempDir(), "runs"), MinClean: minClean}
+	v := &synth.Replayer{Warm: warm, Cold: cold, Snapshot: snap, RunsDir: filepath.Join(t.TempDir(), "runs")}
 
 	start := time.Now()
 	ix, err := contents.LoadFile(filepath.Join("..", "contents", "testdata", "Contents-excerpt"), "bookworm")
@@ -244,7 +244,6 @@ func TestE2ESynth(t *testing.T) {
 		verified bool
 		rules    []string
 		attempts int
-		minClean time.Duration // synth.Replayer.MinClean; zero for its default
 		check    func(t *testing.T, r e2eRun)
 	}{
 		{
@@ -470,7 +469,7 @@ func TestE2ESynth(t *testing.T) {
 			// times out at 10s; again at 20s and passes at 40s, each started clean since
 			// the step that would run again outlasts the setup a resume saves: no cold
 			// replay (resumed, it took four: the warm pass at 40s, then the cold one)
-			attempts: 3, minClean: time.Second,
+			attempts: 3,
 			check: func(t *testing.T, r e2eRun) {
 				for i, a := range r.out.Attempts[1:] {
 					if a.Resumed || !a.Clean || !strings.HasPrefix(a.Chose, "started clean: ") {
@@ -876,7 +875,7 @@ func TestE2ESynth(t *testing.T) {
 		},
 	} {
 		t.Run(tc.fixture, func(t *testing.T) {
-			r := synthesize(t, e, tc.fixture, tc.minClean)
+			r := synthesize(t, e, tc.fixture)
 			out := r.out
 			if out.Verified != tc.verified {
 				t.Errorf("verified = %v, want %v; diagnosis: %s", out.Verified, tc.verified, out.Diagnosis)
@@ -916,8 +915,8 @@ func wantPassed(t *testing.T, out *synth.Outcome, names ...string) {
 func TestE2EDeterministic(t *testing.T) {
 	e := e2eEngine(t)
 	const name = "synth-missing-command"
-	a := synthesize(t, e, name, 0)
-	b := synthesize(t, e, name, 0)
+	a := synthesize(t, e, name)
+	b := synthesize(t, e, name)
 	if !a.out.Verified || !b.out.Verified {
 		t.Fatalf("verified %v and %v", a.out.Verified, b.out.Verified)
 	}
@@ -956,7 +955,7 @@ func (r *cheatingReviser) Revise(context.Context, synth.Request) (synth.Delta, s
 func TestE2ERevisionThatEditsTheTests(t *testing.T) {
 	e := e2eEngine(t)
 	rev := &cheatingReviser{}
-	r := synthesize(t, e, "synth-unfixable", 0, synth.WithReviser(rev))
+	r := synthesize(t, e, "synth-unfixable", synth.WithReviser(rev))
 	if r.out.Verified {
 		t.Fatalf("verified by a revision that edits the files: %+v", r.out.Contract)
 	}

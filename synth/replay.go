@@ -33,10 +33,6 @@ type Replayer struct {
 	// RunsDir receives one directory per attempt (attempt-N) with its
 	// trace, logs, record and provenance.
 	RunsDir string
-	// MinClean is the shortest run of the stages a resumed replay would
-	// repeat for which starting clean instead is weighed at all (zero:
-	// DefaultMinClean); under it the failed attempt's state is resumed.
-	MinClean time.Duration
 
 	state  *replay.State // kept by the last failed warm attempt
 	failed *Attempt      // the last failed attempt, with or without a state
@@ -64,7 +60,7 @@ func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold
 		}
 	} else if r.failed != nil {
 		from := resumeFrom(r.failed, c)
-		if why, clean := r.startClean(r.failed, from, r.state != nil); clean {
+		if why, clean := startClean(r.failed, from, r.state != nil); clean {
 			// A clean replay that passes accepts the contract; a resumed
 			// one, or one on a reused cache, needs a cold replay after it.
 			if err := r.Close(ctx); err != nil {
@@ -201,9 +197,11 @@ func (r *Replayer) Close(ctx context.Context) error {
 	return r.Warm.Discard(ctx, s)
 }
 
-// DefaultMinClean is Replayer.MinClean's default: below a minute, what
-// either choice costs more is not worth a guess.
-const DefaultMinClean = time.Minute
+// MinReuse is the least that reusing a failed attempt's work must save to
+// be worth it: under a minute, starting clean costs less than the cold
+// replay a reused pass would need, even when the stages after the
+// failure, which never ran, are short.
+const MinReuse = time.Minute
 
 // startClean says whether the next attempt should start clean (no
 // verdict cache, a dependency cache of its own) rather than reuse what
@@ -211,10 +209,11 @@ const DefaultMinClean = time.Minute
 // resuming in failed's state saves the setup and the stages before from,
 // and a shared dependency cache at most the network stages. If the
 // revision passes, a cold replay must follow, which runs again what reuse
-// did not save (at least what it took in failed: stages after a failure
-// never ran). Start clean when that is the larger: a long suite is then
-// run once for a pass, not twice.
-func (r *Replayer) startClean(failed *Attempt, from int, resumable bool) (string, bool) {
+// did not save (at least what it took in failed; stages after a failure
+// never ran, and a test stage that failed at once may yet take long).
+// Start clean when reuse saves under MinReuse, or less than it repeats: a
+// long suite is then run once for a pass, not twice.
+func startClean(failed *Attempt, from int, resumable bool) (string, bool) {
 	if failed.Contract == nil {
 		return "", false
 	}
@@ -231,11 +230,7 @@ func (r *Replayer) startClean(failed *Attempt, from int, resumable bool) (string
 			again += failed.Durations[s.Name]
 		}
 	}
-	floor := r.MinClean
-	if floor <= 0 {
-		floor = DefaultMinClean
-	}
-	if again < floor || again <= saved {
+	if saved >= MinReuse && again <= saved {
 		return "", false
 	}
 	return fmt.Sprintf("started clean: %s%s, but a pass would then need a cold replay running the other %s again",

@@ -94,7 +94,6 @@ func TestStartClean(t *testing.T) {
 		return &Attempt{Contract: c, Stage: "verify", Durations: map[string]time.Duration{
 			"_prepare": prepare, "fetch": fetch, "build": build, "verify": verify}}
 	}
-	r := &Replayer{}
 	cases := []struct {
 		name      string
 		failed    *Attempt
@@ -108,18 +107,16 @@ func TestStartClean(t *testing.T) {
 		{"a long install before a short suite", took(30*time.Second, 5*time.Minute, 0, 2*time.Minute), 2, true, false, ""},
 		{"the revision touches the build", took(30*time.Second, time.Minute, 5*time.Minute, 3*time.Minute), 1, true, true,
 			"started clean: resuming would save 1m30s, but a pass would then need a cold replay running the other 8m0s again"},
-		{"under the floor", took(time.Second, 2*time.Second, 0, 50*time.Second), 2, true, false, ""},
+		{"a short setup before a suite that failed at once", took(time.Second, 2*time.Second, 0, 0), 2, true, true,
+			"started clean: resuming would save 3s, but a pass would then need a cold replay running the other 0s again"},
 		{"no state: only the cache to reuse", took(30*time.Second, 2*time.Minute, 0, 10*time.Minute), 0, false, true,
 			"started clean: a reused dependency cache would save at most the network stages' 2m0s, but a pass would then need a cold replay running the other 10m30s again"},
 		{"no state, the install is most of it", took(10*time.Second, 6*time.Minute, 0, 70*time.Second), 0, false, false, ""},
 	}
 	for _, tc := range cases {
-		why, got := r.startClean(tc.failed, tc.from, tc.resumable)
+		why, got := startClean(tc.failed, tc.from, tc.resumable)
 		if got != tc.want || why != tc.why {
 			t.Errorf("%s: clean=%v %q, want %v %q", tc.name, got, why, tc.want, tc.why)
 		}
-	}
-	if _, got := (&Replayer{MinClean: time.Second}).startClean(took(time.Second, 2*time.Second, 0, 50*time.Second), 2, true); !got {
-		t.Error("with MinClean 1s, a 50s suite after 3s of setup and install is not started clean")
 	}
 }
