@@ -389,8 +389,9 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-missing-env", verified: true, rules: []string{"missing-env"},
-			// fail (missing-env answers it: no identical rerun), warm pass, cold pass
-			attempts: 3,
+			// fail (missing-env answers it: no identical rerun), then a clean pass (a resume
+			// would save seconds and cost a cold replay)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if _, ok := r.draft.Env["APP_MODE"]; ok {
 					t.Fatal("the draft already sets APP_MODE; the fixture tests nothing")
@@ -421,8 +422,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-working-directory", verified: true, rules: []string{"working-directory"},
-			// no go.mod at the root, warm pass, cold pass
-			attempts: 3,
+			// no go.mod at the root, then a clean pass (no resume: it would save seconds)
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				vi := r.out.Contract.Strongest()
 				if d := r.draft.Stages[vi].Steps[0].Cwd; d != "" {
@@ -600,8 +601,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-registry-date", verified: true, rules: []string{"registry-date"},
-			// no release before the commit's time; resolve without it, warm pass, cold pass
-			attempts: 3,
+			// no release before the commit's time; resolve without it, a clean pass
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.DependencyResolution || !strings.Contains(f.Subject, "picocolors@1.1.1") {
 					t.Fatalf("first failure %+v, want dependency-resolution naming picocolors@1.1.1", f)
@@ -751,8 +752,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-node-heap", verified: true, rules: []string{"memory"},
-			// Node's heap runs out; its limit raised within the stage's memory, warm pass, cold pass
-			attempts: 3,
+			// Node's heap runs out; its limit raised within the stage's memory, a clean pass
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.OutOfMemory || f.Subject != traces.NodeHeap {
 					t.Fatalf("first failure %+v, want Node's heap out of memory", f)
@@ -795,8 +796,8 @@ func TestE2ESynth(t *testing.T) {
 		},
 		{
 			fixture: "synth-drop-step", verified: true, rules: []string{"drop-step"},
-			// the badge step fails on a program nothing provides; dropped, warm pass, cold pass
-			attempts: 3,
+			// the badge step fails on a program nothing provides; dropped, a clean pass
+			attempts: 2,
 			check: func(t *testing.T, r e2eRun) {
 				if !slices.ContainsFunc(r.draft.Stages, func(s contract.Stage) bool {
 					return slices.ContainsFunc(s.Steps, func(st contract.Step) bool { return st.Run == "./scripts/render-badges.sh" })
