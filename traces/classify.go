@@ -253,9 +253,9 @@ func NotReady(service string, log []byte) *Failure {
 }
 
 // errorish marks a line that states an error rather than a stack frame or
-// a progress note; a command given arguments it does not take says so by
+// a progress note (an exception's class names it: Gem::GemNotFoundException); a command given arguments it does not take says so by
 // printing its usage, whose first line is then the one that tells.
-var errorish = regexp.MustCompile(`(?i)(^|[^a-z])(error|fatal|panic|exception)\b|ERR!|ERR_[A-Z_]+|\bfailed\b|^\s*usage:\s`)
+var errorish = regexp.MustCompile(`(?i)(^|[^a-z])(error|fatal|panic|exception)\b|[a-z](?-i:Exception|Error)\b|ERR!|ERR_[A-Z_]+|\bfailed\b|^\s*usage:\s`)
 
 // compilerDiag is a compiler's diagnostic, FILE:LINE[:COL]: message, as
 // Go, C, C++, TypeScript and Rust print them ("lxd/db/node.go:12:3: could

@@ -165,3 +165,14 @@ func TestUnknownPicksTheCompilerDiagnostic(t *testing.T) {
 		t.Fatalf("a panic: %+v", f)
 	}
 }
+
+// An exception named by its class tells, not the list printed before it.
+func TestUnknownPicksTheExceptionLine(t *testing.T) {
+	log := "The following gems are missing\n * timeout (0.4.1)\n * rails (7.0.8.1)\n" +
+		"/usr/lib/ruby/vendor_ruby/rubygems.rb:265:in `find_spec_for_exe': can't find gem bundler (= 2.4.9) with executable bundle (Gem::GemNotFoundException)\n" +
+		"\tfrom /usr/bin/bundle:25:in `<main>'\n"
+	f := Classify(1, false, false, []byte(log))
+	if f.Class != Unknown || len(f.Lines) == 0 || !strings.Contains(f.Lines[0], "can't find gem bundler (= 2.4.9)") {
+		t.Fatalf("%+v", f)
+	}
+}
