@@ -526,3 +526,35 @@ func TestLoopReplaysAFlakyStepOnce(t *testing.T) {
 		t.Errorf("a step that never passed: %d attempts, want 1", len(out.Attempts))
 	}
 }
+
+// A runner that lists only its failed tests (vitest's default reporter)
+// lists fewer once they pass: the summaries' counts decide whether a
+// revision ran fewer tests, not the list.
+func TestLoopCountsTestsBySummary(t *testing.T) {
+	listed := func(n int, st results.Status) []results.Test {
+		var ts []results.Test
+		for i := range n {
+			ts = append(ts, results.Test{Name: fmt.Sprint("T", i), Status: st})
+		}
+		return ts
+	}
+	for _, counted := range []int{810, 5} {
+		sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
+			if !slices.Contains(c.SystemPackages, "make") {
+				a := fail("verify", traces.MissingCommand, "sh: 1: make: not found", listed(29, results.Failed)...)
+				a.Counted = 803
+				return a
+			}
+			a := pass(listed(10, results.Passed)...)
+			a.Counted, a.Clean = counted, true
+			return a
+		}}
+		out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t))).Run(context.Background(), draft(), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := counted == 810; out.Verified != want {
+			t.Errorf("%d counted after 803: verified=%v, want %v (%s)", counted, out.Verified, want, out.Diagnosis)
+		}
+	}
+}

@@ -87,6 +87,7 @@ func (r *Replayer) Verify(ctx context.Context, c *contract.Contract, n int, cold
 		Resumed: res.Record != nil && res.Record.Run.ResumedFrom != "", Chose: chose,
 	}
 	if res.Record != nil {
+		a.Counted = res.Record.Tests.Passed + res.Record.Tests.Failed
 		a.Durations = make(map[string]time.Duration, len(res.Record.Run.DurationsMS))
 		for k, ms := range res.Record.Run.DurationsMS {
 			a.Durations[k] = time.Duration(ms) * time.Millisecond
@@ -140,7 +141,7 @@ func (r *Replayer) Rejudge(a *Attempt, c *contract.Contract, n int) (*Attempt, e
 		return nil, err
 	}
 	return &Attempt{Pass: res.Verdict == traces.Pass, Clean: true, Contract: res.Contract,
-		Tests: a.Tests, Duration: time.Since(start), TracePath: res.TracePath}, nil
+		Tests: a.Tests, Counted: a.Counted, Duration: time.Since(start), TracePath: res.TracePath}, nil
 }
 
 // Interrupted is a replay stopped by its context while a step ran: which

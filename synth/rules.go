@@ -41,8 +41,12 @@ type Attempt struct {
 	Index   int
 	Failure *traces.Failure
 	// Log is the tail of the failed step's combined output.
-	Log      string
-	Tests    []results.Test
+	Log   string
+	Tests []results.Test
+	// Counted is how many tests ran (passed or failed) by the runners' own
+	// summaries, which a report that lists only the failed tests (vitest's
+	// default reporter) still gives; 0 when none was read.
+	Counted  int
 	Duration time.Duration
 	// Durations is how long each stage (by name, the setup as
 	// replay.PrepareStage) and step (by reference) of the replay ran.

@@ -250,7 +250,7 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 		}
 		if a.Pass {
 			if !a.Resumed {
-				if err := CheckCounts(bestTests, ranCount(a.Tests)); err != nil {
+				if err := CheckCounts(bestTests, ran(a)); err != nil {
 					out.Diagnosis = l.diagnose(out, err.Error())
 					return nil
 				}
@@ -263,7 +263,7 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 				}
 			}
 			if cold.Pass {
-				if err := CheckCounts(bestTests, ranCount(cold.Tests)); err != nil {
+				if err := CheckCounts(bestTests, ran(cold)); err != nil {
 					out.Diagnosis = l.diagnose(out, err.Error())
 					return nil
 				}
@@ -278,7 +278,7 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 			a = cold
 		}
 		if len(a.Tests) > 0 && a.Stage != "" && !a.Resumed {
-			bestTests = max(bestTests, ranCount(a.Tests))
+			bestTests = max(bestTests, ran(a))
 		}
 		if a.Failure != nil && a.Failure.Class == traces.DependencyUnavailable {
 			// What a registry does not serve no revision of the contract
@@ -310,7 +310,7 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 			// A clean attempt whose only failures the revision quarantines
 			// is the revised contract's clean pass: judge it again rather
 			// than replay the suite twice more (warm, then cold).
-			if j := l.rejudge(a, next, n+1, out); j != nil && CheckCounts(bestTests, ranCount(j.Tests)) == nil {
+			if j := l.rejudge(a, next, n+1, out); j != nil && CheckCounts(bestTests, ran(j)) == nil {
 				out.Contract = j.Contract
 				out.Verified = true
 				return nil
@@ -717,6 +717,10 @@ func failedTests(ts []results.Test) []results.Test {
 	}
 	return f
 }
+
+// ran is how many tests attempt a ran: the runners' summaries, or the
+// tests listed one by one where those say more.
+func ran(a *Attempt) int { return max(a.Counted, ranCount(a.Tests)) }
 
 func ranCount(ts []results.Test) int {
 	n := 0
