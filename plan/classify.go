@@ -93,6 +93,10 @@ func hostedOnly(run string) string {
 		return "downloads from the internet outside the fetch rules; toolchains come from the contract"
 	case tool == "echo" || tool == "printf" || tool == "set" || tool == "export" || tool == "ls" || tool == "pwd":
 		return "prints or sets shell state only"
+	case tool == "git" && sub == "config" && slices.Contains(w, "--global") && !slices.Contains(w, "safe.directory"):
+		// The user's git configuration (an identity, a default branch):
+		// tests that commit in a repository of their own read it from HOME.
+		return ""
 	case tool == "git" && (sub == "config" || sub == "fetch" || sub == "push" || sub == "tag" || sub == "checkout" || sub == "clone"):
 		return "git housekeeping for the runner's checkout"
 	}

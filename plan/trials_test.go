@@ -146,3 +146,19 @@ func TestChosenJobWithNothingToRunFallsBack(t *testing.T) {
 		t.Errorf("jobs %+v skipped %v", out.Jobs, out.Skipped)
 	}
 }
+
+// The user's git configuration is what tests that commit in a repository
+// of their own read; the runner's checkout housekeeping is not kept.
+func TestGitGlobalConfigIsKept(t *testing.T) {
+	for run, kept := range map[string]bool{
+		`git config --global user.name "CI Bot"`:          true,
+		`git config --global init.defaultBranch main`:     true,
+		`git config --global --add safe.directory "$PWD"`: false,
+		`git config core.autocrlf false`:                  false,
+		`git fetch --tags`:                                false,
+	} {
+		if why := hostedOnly(run); (why == "") != kept {
+			t.Errorf("hostedOnly(%q) = %q, want kept=%v", run, why, kept)
+		}
+	}
+}
