@@ -110,6 +110,12 @@ func newScripts(res *discover.Result) *scripts {
 	}
 	for dir, targets := range s.make {
 		s.runs[dir] = map[string]string{}
+		if vars[dir] == nil {
+			vars[dir] = map[string]string{}
+		}
+		if _, ok := vars[dir]["MAKE"]; !ok {
+			vars[dir]["MAKE"] = "make" // make's own: a recipe runs $(MAKE) test-unit
+		}
 		for t, recipe := range targets {
 			if strings.TrimSpace(recipe) == "" {
 				recipe = makePrerequisites(prereqs[dir][t], targets)

@@ -784,6 +784,10 @@ func TestRaceThroughMakeVariablesAndPrerequisites(t *testing.T) {
 			ev(discover.KindMakeVar, "Makefile", 2, "name", "RACE", "op", ":=", "value", "-race"),
 			ev(discover.KindMakeTarget, "Makefile-test.mk", 5, "target", "test", "recipe", "go test $(GO_TEST_FLAGS) ./..."),
 		}},
+		{"$(MAKE)", []discover.Evidence{
+			ev(discover.KindMakeTarget, "Makefile", 9, "target", "test", "recipe", "go clean -testcache && $(MAKE) test-router"),
+			ev(discover.KindMakeTarget, "Makefile", 13, "target", "test-router", "recipe", "go test -race -v ."),
+		}},
 		{"prerequisite", []discover.Evidence{
 			ev(discover.KindMakeTarget, "Makefile", 5, "target", "test", "recipe", "", "prerequisites", "go.test.unit bin/tool"),
 			ev(discover.KindMakeTarget, "Makefile", 7, "target", "go.test.unit", "recipe", "go test -race ./..."),
