@@ -48,15 +48,22 @@ func parseMocha(lines []string) (Report, bool) {
 			continue
 		}
 		if after {
-			if m := mochaFail.FindStringSubmatch(l); m != nil && len(m[1]) <= 2 {
+			m := mochaFail.FindStringSubmatch(l)
+			switch {
+			case m != nil && len(m[1]) <= 2:
 				flush()
-				cur = -1
 				if j, ok := failures[m[2]]; ok {
 					cur = j
 				}
 				continue
-			}
-			if cur >= 0 {
+			case m != nil || mochaPass.MatchString(l) || indent(l) == 2 && strings.TrimSpace(l) != "":
+				// A test reported again, or a suite at the top (a failure's
+				// details are deeper): the next run of mocha (another step,
+				// another package) has begun.
+				flush()
+				stack, after = nil, false
+				failures = map[string]int{}
+			case cur >= 0:
 				out = append(out, strings.TrimSpace(l))
 				continue
 			}
@@ -66,10 +73,8 @@ func parseMocha(lines []string) (Report, bool) {
 		}
 		ind := indent(l)
 		if ind == 0 {
-			// mocha indents everything; a flush-left line is another tool's.
-			flush()
-			stack, after = nil, false
-			failures = map[string]int{}
+			// mocha indents everything; a flush-left line is what a test
+			// or another tool printed, and changes no suite.
 			continue
 		}
 		for len(stack) > 0 && stack[len(stack)-1].indent >= ind {

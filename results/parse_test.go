@@ -32,6 +32,8 @@ func TestParseSamples(t *testing.T) {
 		{"node-spec.txt", "node-test", 3, 1, 2, "math > subtracts", "2 !== 1"},
 		{"mocha.txt", "mocha", 2, 1, 1, "Array #indexOf() should find the first match", "0 == 2"},
 		{"mocha-xunit.txt", "junit", 2, 1, 1, "should find the first match", "0 == 2"},
+		// a test's own console output, flush left, between the tests and in a failure's diff; two runs
+		{"mocha-console.txt", "mocha", 3, 3, 0, "client DNS should handle errors", "getaddrinfo EAI_AGAIN no-such-domain.example"},
 		{"junit-nested.xml", "junit", 2, 2, 1, "sum fails on purpose", "src/sum.test.js:3:50"},
 		{"jest.txt", "jest", 2, 1, 2, "sum › fails on purpose", "Received: 2"},
 		{"jest-verbose.txt", "jest", 2, 1, 2, "sum › fails on purpose", "Received: 2"},
