@@ -348,6 +348,29 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-stand-in-service", verified: true, rules: []string{"stand-in-service"}, attempts: 2,
+			// MariaDB stands in for the CI job's mysql:8.0: TestServer/mysql8 fails in a clean
+			// replay, is quarantined with its parent, and that replay is judged again
+			check: func(t *testing.T, r e2eRun) {
+				if s := r.out.Contract.Services; len(s) != 1 || s[0].Kind != "mariadb" || s[0].Image != "mysql:8.0" {
+					t.Fatalf("services %+v, want MariaDB for mysql:8.0", s)
+				}
+				q := quarantined(r.out.Contract)
+				if len(q) != 2 || !strings.HasPrefix(q[0], "TestServer/mysql8 (needs-program)") && !strings.HasPrefix(q[1], "TestServer/mysql8 (needs-program)") {
+					t.Fatalf("quarantine %v, want TestServer/mysql8 and its parent", q)
+				}
+				for _, qt := range r.out.Contract.Quarantine {
+					if qt.Test == "TestServer/mysql8" && !strings.Contains(qt.Evidence, "standing in for mysql:8.0") {
+						t.Errorf("evidence %q does not name the stand-in", qt.Evidence)
+					}
+				}
+				if r.out.Attempts[1].Judged != 1 {
+					t.Errorf("attempt 2 replayed; the clean attempt 1 should have been judged again")
+				}
+				wantPassed(t, r.out, "TestServer/sql")
+			},
+		},
+		{
 			fixture: "synth-missing-service", verified: true, rules: []string{"missing-service"}, attempts: 2,
 			// refused on localhost:5432 in a clean replay, then postgres
 			// from DATABASE_URL, whose replay is clean again

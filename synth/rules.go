@@ -141,6 +141,7 @@ var Rules = []Rule{
 	{"network-in-build", networkInBuild},
 	{"missing-service", missingService},
 	{"unprovided-service", unprovidedService},
+	{"stand-in-service", standInService},
 	{"network-in-test", networkInTest},
 	{"privilege-in-test", privilegeInTest},
 	{"run-as", runAs},

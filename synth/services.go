@@ -299,7 +299,7 @@ func standInNote(a *Attempt) string {
 		}
 		n := 0
 		for _, t := range failedTests(a.Tests) {
-			if slices.Contains(strings.Split(strings.ToLower(t.Package+"/"+t.Name), "/"), strings.ToLower(s.Name)) {
+			if namesService(t, s.Name) {
 				n++
 			}
 		}
@@ -311,4 +311,51 @@ func standInNote(a *Attempt) string {
 		return ""
 	}
 	return " " + strings.Join(notes, "; ") + "."
+}
+
+// namesService says a test is one of a service's own: the service's name
+// is a step of its package or name path ("TestQuery/mysql8/insert").
+func namesService(t results.Test, service string) bool {
+	return slices.Contains(strings.Split(strings.ToLower(t.Package+"/"+t.Name), "/"), strings.ToLower(service))
+}
+
+// standInService quarantines the failed tests that are a stood-in
+// service's own (TestQuery/mysql8/… where MariaDB stands in for
+// mysql:8.0): what they test is the program the stand-in is not, which
+// Debian does not ship and no image can bring; each cites its own first
+// line and the service. Tests that do not name such a service keep
+// failing, and a test of a service Debian's daemon is (postgres) is never
+// excused.
+func standInService(s *Situation) []Delta {
+	a := s.Attempt
+	si := stageIndex(a.Contract, a.Stage)
+	if a.Failure == nil || si < 0 || !a.Contract.Stages[si].Strongest || a.Failure.Class == traces.Timeout || a.Failure.Class == traces.OutOfMemory {
+		return nil
+	}
+	var ops []Op
+	for _, t := range failedTests(a.Tests) {
+		for _, svc := range a.Contract.Services {
+			what := plan.StandIn(svc.Image, svc.Kind)
+			if what == "" || svc.FromImage() || !namesService(t, svc.Name) {
+				continue
+			}
+			line := t.Name
+			if l := strings.TrimSpace(strings.SplitN(strings.TrimSpace(t.Output), "\n", 2)[0]); l != "" {
+				line = l
+			}
+			ops = append(ops, Op{Kind: Quarantine, Test: &contract.Quarantined{Test: t.Name, Package: t.Package, Why: contract.WhyNeedsProgram,
+				Evidence: s.cite(line) + fmt.Sprintf(" (the service %s is %s here, standing in for %s, %s)", svc.Name, what, svc.Image, svc.Evidence)}})
+			break
+		}
+	}
+	if len(ops) == 0 {
+		return nil
+	}
+	n := len(ops)
+	ops = append(ops, parents(a, ops, contract.WhyNeedsProgram, "a service whose program Debian does not ship")...)
+	return []Delta{{
+		Reason:   fmt.Sprintf("%d test(s) are those of a service whose program Debian does not ship; the daemon standing in for it is another", n),
+		Evidence: ops[0].Test.Evidence,
+		Ops:      ops,
+	}}
 }

@@ -124,3 +124,39 @@ func TestStandInNote(t *testing.T) {
 		t.Errorf("note %q", got)
 	}
 }
+
+// TestStandInServiceQuarantinesItsOwnTests: the failed tests of a service
+// a Debian daemon stands in for go, each citing its line and the service;
+// those of a service Debian's daemon is, and the rest, keep failing.
+func TestStandInServiceQuarantinesItsOwnTests(t *testing.T) {
+	c := draft()
+	c.Services = []contract.Service{{Name: "mysql8", Kind: "mariadb", Image: "mysql:8.0", Evidence: ".github/workflows/build.yml:28"},
+		{Name: "mariadb", Kind: "mariadb", Image: "mariadb:10.6"}}
+	a := &Attempt{N: 3, Contract: c, Stage: "verify", Failure: &traces.Failure{Class: traces.TestFailure}, Tests: []results.Test{
+		{Package: "x/dbtest", Name: "TestQuery", Status: results.Failed},
+		{Package: "x/dbtest", Name: "TestQuery/mysql8", Status: results.Failed},
+		{Package: "x/dbtest", Name: "TestQuery/mysql8/97", Status: results.Failed, Output: "query_test.go:1962: snapshot not equal\n--- expected\n"},
+		{Package: "x/dbtest", Name: "TestQuery/mariadb/97", Status: results.Failed, Output: "query_test.go:1962: snapshot not equal\n"},
+		{Package: "x/dbtest", Name: "TestQuery/mysql8/98", Status: results.Passed},
+	}}
+	ds := standInService(&Situation{Attempt: a})
+	if len(ds) != 1 {
+		t.Fatalf("deltas %+v", ds)
+	}
+	var got []string
+	for _, op := range ds[0].Ops {
+		got = append(got, op.Test.Test)
+	}
+	// TestQuery keeps failing through its mariadb subtest, so it stays.
+	if strings.Join(got, ",") != "TestQuery/mysql8,TestQuery/mysql8/97" {
+		t.Errorf("quarantined %q", got)
+	}
+	if ev := ds[0].Ops[1].Test.Evidence; ev != "attempt 3, step verify/1: query_test.go:1962: snapshot not equal (the service mysql8 is MariaDB (Debian ships no MySQL server) here, standing in for mysql:8.0, .github/workflows/build.yml:28)" {
+		t.Errorf("evidence %q", ev)
+	}
+	// Outside the strongest stage it says nothing.
+	a.Stage = "fetch"
+	if ds := standInService(&Situation{Attempt: a}); len(ds) != 0 {
+		t.Errorf("fetch stage: %+v", ds)
+	}
+}

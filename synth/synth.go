@@ -514,7 +514,7 @@ func (l *Loop) repair(ctx context.Context, cur *contract.Contract, sit *Situatio
 
 // testRules quarantine failed tests, each by its own output: what they
 // answer does not depend on the rest of the failure.
-var testRules = []string{"network-in-test", "privilege-in-test"}
+var testRules = []string{"unprovided-service", "stand-in-service", "network-in-test", "privilege-in-test"}
 
 // alongside adds to next, the revision rule made, the quarantines the test
 // rules find in the same attempt: a suite that failed for a missing
