@@ -391,6 +391,18 @@ func installerScript(s *Situation) []Delta {
 	return nil
 }
 
+// testDelta quarantines the failed tests ops name, each citing its own
+// line, and with them the parents that fail only through them; reason
+// says, with %d for how many tests the rule found, what they need.
+func testDelta(a *Attempt, ops []Op, why, what, reason string) []Delta {
+	if len(ops) == 0 {
+		return nil
+	}
+	n, evidence := len(ops), ops[0].Test.Evidence
+	ops = append(ops, parents(a, ops, why, what)...)
+	return []Delta{{Reason: fmt.Sprintf(reason, n), Evidence: evidence, Ops: ops}}
+}
+
 // parents quarantines, for the same reason, each failed test whose failed
 // subtests the ops quarantine, all of them: go test fails a parent with
 // its subtests, and the cause (a dial error, a program's message) is in
@@ -1523,15 +1535,8 @@ func privilegeInTest(s *Situation) []Delta {
 			}})
 		}
 	}
-	if len(ops) == 0 {
-		return nil
-	}
-	ops = append(ops, parents(a, ops, contract.WhyNeedsPrivilege, "a kernel privilege")...)
-	return []Delta{{
-		Reason:   fmt.Sprintf("%d test(s) need a kernel privilege (namespaces, mounts, raw sockets, kernel modules) that a replay drops and a hosted runner's sudo has", len(ops)),
-		Evidence: ops[0].Test.Evidence,
-		Ops:      ops,
-	}}
+	return testDelta(a, ops, contract.WhyNeedsPrivilege, "a kernel privilege",
+		"%d test(s) need a kernel privilege (namespaces, mounts, raw sockets, kernel modules) that a replay drops and a hosted runner's sudo has")
 }
 
 // installInTestRe is a test's own package install failing: a scaffolder or

@@ -228,16 +228,8 @@ func unprovidedService(s *Situation) []Delta {
 			}
 		}
 	}
-	if len(ops) == 0 {
-		return nil
-	}
-	n := len(ops)
-	ops = append(ops, parents(a, ops, contract.WhyNeedsProgram, "a service no Debian package stands in for")...)
-	return []Delta{{
-		Reason:   fmt.Sprintf("%d test(s) need a service no Debian package stands in for and no image can be pulled", n),
-		Evidence: ops[0].Test.Evidence,
-		Ops:      ops,
-	}}
+	return testDelta(a, ops, contract.WhyNeedsProgram, "a service no Debian package stands in for",
+		"%d test(s) need a service no Debian package stands in for and no image can be pulled")
 }
 
 // unprovided says which loopback ports the tests could not reach for want
@@ -348,14 +340,6 @@ func standInService(s *Situation) []Delta {
 			break
 		}
 	}
-	if len(ops) == 0 {
-		return nil
-	}
-	n := len(ops)
-	ops = append(ops, parents(a, ops, contract.WhyNeedsProgram, "a service whose program Debian does not ship")...)
-	return []Delta{{
-		Reason:   fmt.Sprintf("%d test(s) are those of a service whose program Debian does not ship; the daemon standing in for it is another", n),
-		Evidence: ops[0].Test.Evidence,
-		Ops:      ops,
-	}}
+	return testDelta(a, ops, contract.WhyNeedsProgram, "a service whose program Debian does not ship",
+		"%d test(s) are those of a service whose program Debian does not ship; the daemon standing in for it is another")
 }
