@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"path"
+	"slices"
 	"strings"
 )
 
@@ -57,8 +58,17 @@ func splitScript(script, cwd string, firstLine int) []command {
 	type place struct{ cwd, lost string }
 	here := place{cwd: cwd}
 	var back []place // where cd - and popd return to
-	for _, c := range joined {
-		for _, part := range splitAnd(c.run) {
+	var walk func(run string, line int)
+	walk = func(run string, line int) {
+		for _, part := range splitAnd(run) {
+			if inner, ok := subshell(part); ok && len(splitAnd(inner)) > 1 {
+				// A subshell's cd ends with it: (cd tools && go mod download)
+				// downloads in tools, and what follows runs where it was.
+				h, b := here, slices.Clone(back)
+				walk(inner, line)
+				here, back = h, b
+				continue
+			}
 			if f := strings.Fields(part); len(f) > 0 && (f[0] == "popd" || part == "cd -") {
 				if len(back) > 0 {
 					here, back = back[len(back)-1], back[:len(back)-1]
@@ -78,11 +88,54 @@ func splitScript(script, cwd string, firstLine int) []command {
 				}
 				continue
 			}
-			cwd, lost := here.cwd, here.lost
-			out = append(out, command{run: part, line: c.line, cwd: cwd, lost: lost})
+			out = append(out, command{run: part, line: line, cwd: here.cwd, lost: here.lost})
 		}
 	}
+	for _, c := range joined {
+		walk(c.run, c.line)
+	}
 	return out
+}
+
+// subshell returns what a command that is one parenthesized subshell,
+// "( … )", runs inside it.
+func subshell(c string) (string, bool) {
+	if !strings.HasPrefix(c, "(") || !strings.HasSuffix(c, ")") {
+		return "", false
+	}
+	if end := closing(c, 0); end != len(c)-1 {
+		return "", false
+	}
+	return strings.TrimSpace(c[1 : len(c)-1]), true
+}
+
+// closing is the index of the parenthesis that closes the one at open,
+// outside quotes, or -1.
+func closing(c string, open int) int {
+	depth := 0
+	var quote byte
+	for i := open; i < len(c); i++ {
+		ch := c[i]
+		switch {
+		case quote != 0:
+			if ch == quote {
+				quote = 0
+			} else if ch == '\\' && quote == '"' {
+				i++
+			}
+		case ch == '\'' || ch == '"':
+			quote = ch
+		case ch == '\\':
+			i++
+		case ch == '(':
+			depth++
+		case ch == ')':
+			if depth--; depth == 0 {
+				return i
+			}
+		}
+	}
+	return -1
 }
 
 // lostReason says why a command after a cd the planner cannot follow is
@@ -92,8 +145,9 @@ func lostReason(c command) string {
 	return fmt.Sprintf("runs where %q moved to, a directory outside the repository or one only the runner's shell can name", c.lost)
 }
 
-// splitAnd cuts a command line at "&&" outside quotes. A line that also uses
-// "||", ";" or a pipe is left whole: its parts depend on each other.
+// splitAnd cuts a command line at "&&" outside quotes and parentheses (a
+// subshell, a command substitution). A line that also uses "||", ";" or a
+// pipe at its top level is left whole: its parts depend on each other.
 func splitAnd(l string) []string {
 	var parts []string
 	var quote byte
@@ -111,6 +165,12 @@ func splitAnd(l string) []string {
 			quote = ch
 		case ch == '\\':
 			i++
+		case ch == '(':
+			end := closing(l, i)
+			if end < 0 {
+				return []string{l}
+			}
+			i = end
 		case ch == '&' && i+1 < len(l) && l[i+1] == '&':
 			parts = append(parts, strings.TrimSpace(l[start:i]))
 			start = i + 2

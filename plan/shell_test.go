@@ -29,6 +29,12 @@ func TestSplitScript(t *testing.T) {
 		{"npm test || true", "", []string{"10 $ npm test || true"}},
 		{`echo "a && b"`, "", []string{`10 $ echo "a && b"`}},
 		{"if [ -f x ]; then\n  make\nfi", "", []string{"10 $ if [ -f x ]; then\n  make\nfi"}},
+		// A subshell's cd is its own: the download runs in tools, and what
+		// follows where the script was; && inside parentheses is not cut.
+		{"go mod download\n(cd tools && go mod download)\n(cd sub/x && go mod download)\ngo test ./...", "a", []string{"10 a$ go mod download", "11 a/tools$ go mod download", "12 a/sub/x$ go mod download", "13 a$ go test ./..."}},
+		{"(cd web; npm ci) && npm test", "", []string{"10 $ (cd web; npm ci)", "10 $ npm test"}},
+		{"test -n \"$(cd a && pwd)\" && make", "", []string{"10 $ test -n \"$(cd a && pwd)\"", "10 $ make"}},
+		{"(cd a && make", "", []string{"10 $ (cd a && make"}},
 	}
 	for _, c := range cases {
 		var got []string
