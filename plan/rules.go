@@ -162,6 +162,7 @@ func (r *Rules) Explain(ctx context.Context, res *discover.Result) (*Result, err
 	if err := p.toolchains(); err != nil {
 		return nil, err
 	}
+	p.modfiles()
 	p.finish()
 	slices.SortStableFunc(p.out.Jobs, func(a, b JobRole) int {
 		if a.Chosen != b.Chosen {
@@ -694,6 +695,55 @@ var CgoPackages = []string{"gcc", "g++", "libc6-dev"}
 // race says a command builds with Go's race detector.
 func race(w []string) bool {
 	return slices.ContainsFunc(w, func(a string) bool { return a == "-race" || a == "--race" || a == "-race=true" })
+}
+
+// modfile is the go.mod a go command is pointed at with -modfile, "" when
+// none or one only the shell can name.
+func modfile(w []string) string {
+	for i, a := range w {
+		f, ok := strings.CutPrefix(a, "-modfile=")
+		if !ok && a == "-modfile" && i+1 < len(w) {
+			f, ok = w[i+1], true
+		}
+		if f = strings.Trim(f, `"'`); ok && f != "" && !strings.ContainsAny(f, "$`") {
+			return f
+		}
+	}
+	return ""
+}
+
+// modfiles downloads, in the fetch stage, the modules of each go.mod an
+// offline step points a go command at with -modfile (a test module beside
+// the root's, a tools module): the fetch stage's go mod download reads the
+// root go.mod alone, and offline the others' modules are nowhere.
+func (p *run) modfiles() {
+	fi := slices.IndexFunc(p.c.Stages, func(st contract.Stage) bool { return st.Name == stageFetch })
+	if fi < 0 || !p.c.Stages[fi].Network {
+		return
+	}
+	for _, st := range p.c.Stages {
+		if st.Network {
+			continue
+		}
+		for _, s := range st.Steps {
+			at, ok := p.scripts.reaches(s.Run, cwdOrDot(s.Cwd), 0, func(w []string) bool { return modfile(w) != "" })
+			if !ok {
+				continue
+			}
+			f := modfile(words(at))
+			dl := contract.Step{Run: "go mod download -modfile=" + f, Cwd: s.Cwd, Evidence: s.Evidence, Source: contract.SourceDefault, Confidence: 0.7,
+				Reason: fmt.Sprintf("`%s` builds with the modules %s requires, which the download of go.mod leaves out", at, f)}
+			if dir, name := path.Split(f); name == "go.mod" {
+				// A module of its own: downloaded from its directory.
+				if cwd, ok := joinCwd(s.Cwd, dir); ok {
+					dl.Run, dl.Cwd = "go mod download", cwd
+				}
+			}
+			if !slices.ContainsFunc(p.c.Stages[fi].Steps, func(o contract.Step) bool { return o.Run == dl.Run && o.Cwd == dl.Cwd }) {
+				p.c.Stages[fi].Steps = append(p.c.Stages[fi].Steps, dl)
+			}
+		}
+	}
 }
 
 // finish fills env, secrets, system packages and inputs in canonical order.
