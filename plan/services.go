@@ -70,6 +70,7 @@ func (p *run) ciServices() {
 			}
 			if why != "" {
 				p.skip("service", e.Facts["name"]+" ("+e.Facts["image"]+")", e, why)
+				p.unsetFor(e, p.inContainer(j, e))
 			} else {
 				seen[s.Name] = true
 				p.c.Services = append(p.c.Services, s)
@@ -78,6 +79,44 @@ func (p *run) ciServices() {
 		}
 	}
 }
+
+// unsetFor leaves out the job's variables that point the tests at the
+// service e, which the contract leaves out: by its name, as a container
+// job reaches it, or by localhost and the port the job maps for it. Tests
+// opted in by such a variable (TESTER_NATS_URL=nats://nats:4222) then
+// skip, as they do wherever the service is not running, instead of
+// dialling a host that is not there.
+func (p *run) unsetFor(e discover.Evidence, inContainer bool) {
+	var hosts []string
+	if inContainer {
+		hosts = append(hosts, regexp.QuoteMeta(e.Facts["name"])+`(?::\d+)?`)
+	} else {
+		for _, m := range PortEntries(e.Facts["ports"]) {
+			if m.Host != "" {
+				hosts = append(hosts, `(?:localhost|127\.0\.0\.1):`+regexp.QuoteMeta(m.Host))
+			}
+		}
+	}
+	if len(hosts) == 0 {
+		return
+	}
+	re := regexp.MustCompile(`(?:^|//|@|host=)(?:` + strings.Join(hosts, "|") + `)(?:$|[/:?\s;,])`)
+	for _, k := range slices.Sorted(maps.Keys(p.env)) {
+		// A URL's scheme is no host: nats://natsy names natsy, not nats.
+		if !re.MatchString(urlScheme.ReplaceAllString(p.env[k], "//")) {
+			continue
+		}
+		p.out.Decisions = slices.DeleteFunc(p.out.Decisions, func(d Decision) bool {
+			return d.Topic == "env" && d.Choice == k+"="+p.env[k]
+		})
+		p.skip("env", k+"="+p.env[k], e, fmt.Sprintf("it points the tests at the service %s, which the contract leaves out: tests opted in by it skip, as where the service is not running", e.Facts["name"]))
+		delete(p.env, k)
+		delete(p.envFrom, k)
+	}
+}
+
+// urlScheme is a URL's scheme and the slashes after it.
+var urlScheme = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9+.-]*://`)
 
 // composeUp finds a command that starts Compose services; the group is
 // the file it names with -f, if any.
