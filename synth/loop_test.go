@@ -538,23 +538,36 @@ func TestLoopCountsTestsBySummary(t *testing.T) {
 		}
 		return ts
 	}
-	for _, counted := range []int{810, 5} {
-		sim := &simulated{judge: func(c *contract.Contract, n int) *Attempt {
-			if !slices.Contains(c.SystemPackages, "make") {
+	// counted is what each pass after the repair counts; a pass that
+	// counts fewer than the failure before it is replayed once as it is,
+	// and rejected when the rerun counts fewer too.
+	for _, c := range []struct {
+		counted  []int
+		verified bool
+		attempts int
+	}{
+		{[]int{810}, true, 2},
+		{[]int{5, 5}, false, 3},
+		{[]int{775, 812}, true, 3}, // a package lost to the machine once
+	} {
+		passes := 0
+		sim := &simulated{judge: func(ct *contract.Contract, n int) *Attempt {
+			if !slices.Contains(ct.SystemPackages, "make") {
 				a := fail("verify", traces.MissingCommand, "sh: 1: make: not found", listed(29, results.Failed)...)
 				a.Counted = 803
 				return a
 			}
 			a := pass(listed(10, results.Passed)...)
-			a.Counted, a.Clean = counted, true
+			a.Counted, a.Clean = c.counted[min(passes, len(c.counted)-1)], true
+			passes++
 			return a
 		}}
 		out, err := New(sim, WithResolver(resolve), WithPackages(excerpt(t))).Run(context.Background(), draft(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := counted == 810; out.Verified != want {
-			t.Errorf("%d counted after 803: verified=%v, want %v (%s)", counted, out.Verified, want, out.Diagnosis)
+		if out.Verified != c.verified || len(out.Attempts) != c.attempts {
+			t.Errorf("%v counted after 803: verified=%v after %d attempts, want %v after %d (%s)", c.counted, out.Verified, len(out.Attempts), c.verified, c.attempts, out.Diagnosis)
 		}
 	}
 }

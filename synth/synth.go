@@ -251,6 +251,16 @@ func (l *Loop) run(ctx context.Context, start time.Time, draft *contract.Contrac
 		if a.Pass {
 			if !a.Resumed {
 				if err := CheckCounts(bestTests, ran(a)); err != nil {
+					if !rerun[d] {
+						// A runner may lose tests to the machine rather than
+						// to the revision (a workspace package whose build
+						// lock timed out under load reported none): the same
+						// contract once more tells the two apart.
+						rerun[d] = true
+						l.say("  %s; replaying once more as it is", err)
+						l.fresh(ctx)
+						continue
+					}
 					out.Diagnosis = l.diagnose(out, err.Error())
 					return nil
 				}
