@@ -171,6 +171,11 @@ func docReject(run string) string {
 		return "installs the published program for users, not this checkout"
 	case tool == "go" && sub == "run":
 		return "runs the program rather than building or testing it"
+	case tool == "go" && sub == "mod" && len(w) > 2 && w[2] == "init",
+		(tool == "npm" || tool == "yarn" || tool == "pnpm" || tool == "bun") && (sub == "init" || sub == "create"):
+		// A library's README starts the reader's own project before it
+		// adds the library to it; the repository has its own manifest.
+		return "starts a project of the reader's own, not this repository"
 	case tool == "go" && sub == "get" && getsRemote(w[2:]):
 		// A README's "go get example.com/lib" tells users how to depend
 		// on the module; run in the module itself it would rewrite go.mod.

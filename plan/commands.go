@@ -849,7 +849,17 @@ func goKind(args []string, run string) verdict {
 			return verdict{kindFetch, "installs a tool"}
 		}
 	case "run":
-		if strings.Contains(run, "@") {
+		if pkg, _, tool := fetchedTool(args); pkg != "" {
+			// go run PKG@VERSION runs that tool: what the tool is says what
+			// the step does (gotestsum tests, golangci-lint checks).
+			switch {
+			case linters[tool] || strings.Contains(pkg, "golangci") || strings.Contains(pkg, "honnef.co/go/tools"):
+				return verdict{kindLint, tool + " is a check"}
+			case toolKinds[tool] == kindTest && toolKindsHas(tool):
+				return verdict{kindTest, "go run " + tool + " runs the tests"}
+			case slices.ContainsFunc(args, func(a string) bool { return rewriteFlags[strings.TrimLeft(a, "-")] && strings.HasPrefix(a, "-") }):
+				return verdict{kindLint, tool + " rewrites the sources"}
+			}
 			return verdict{kindFetch, "runs a tool fetched at run time"}
 		}
 		for _, a := range args[1:] {
@@ -860,6 +870,34 @@ func goKind(args []string, run string) verdict {
 	}
 	return verdict{kindBuild, ""}
 }
+
+// fetchedTool reads go run's or go install's arguments for a package at a
+// version (PKG@VERSION, which the go command fetches by itself): the
+// package, its version and the tool's name, the package path's last
+// element that is not a major version ("golangci-lint" of
+// github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.12.2).
+func fetchedTool(args []string) (pkg, version, tool string) {
+	for _, a := range args[min(1, len(args)):] {
+		if strings.HasPrefix(a, "-") {
+			continue
+		}
+		p, v, ok := strings.Cut(a, "@")
+		if !ok || p == "" || v == "" || strings.ContainsAny(a, "$`'\"") {
+			return "", "", ""
+		}
+		elems := strings.Split(p, "/")
+		tool = elems[len(elems)-1]
+		if len(elems) > 1 && len(tool) > 1 && tool[0] == 'v' && isDigits(tool[1:]) {
+			tool = elems[len(elems)-2]
+		}
+		return p, v, tool
+	}
+	return "", "", ""
+}
+
+// rewriteFlags tell a checker to rewrite the files it checks instead of
+// reporting (gofumpt -w, betteralign -apply, a linter's --fix).
+var rewriteFlags = map[string]bool{"w": true, "write": true, "apply": true, "fix": true}
 
 func argAt(a []string, i int) string {
 	if i < len(a) {

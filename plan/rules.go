@@ -162,7 +162,7 @@ func (r *Rules) Explain(ctx context.Context, res *discover.Result) (*Result, err
 	if err := p.toolchains(); err != nil {
 		return nil, err
 	}
-	p.modfiles()
+	p.fetchAhead()
 	p.finish()
 	slices.SortStableFunc(p.out.Jobs, func(a, b JobRole) int {
 		if a.Chosen != b.Chosen {
@@ -399,6 +399,10 @@ func (p *run) docs() {
 		if s := e.Path + "\x00" + e.Facts["heading"]; s != section {
 			section, cwd = s, workDir(dir)
 		}
+		if notToRun.MatchString(e.Facts["heading"]) {
+			p.skip("doc command", e.Facts["command"], e, fmt.Sprintf("its section, %q, says not to run it", e.Facts["heading"]))
+			continue
+		}
 		for _, c := range splitScript(e.Facts["command"], cwd, e.Line) {
 			cwd = c.cwd
 			if c.lost != "" {
@@ -423,6 +427,10 @@ func (p *run) docs() {
 		}
 	}
 }
+
+// notToRun is a documentation heading that says its commands are not to
+// be run: a reference, an example of what a script does.
+var notToRun = regexp.MustCompile(`(?i)\b(?:do not|don't|never) run\b|\breference only\b`)
 
 func docName(e discover.Evidence) string {
 	if d := e.Facts["doc"]; d != "" {
@@ -712,35 +720,52 @@ func modfile(w []string) string {
 	return ""
 }
 
-// modfiles downloads, in the fetch stage, the modules of each go.mod an
-// offline step points a go command at with -modfile (a test module beside
-// the root's, a tools module): the fetch stage's go mod download reads the
-// root go.mod alone, and offline the others' modules are nowhere.
-func (p *run) modfiles() {
+// fetchAhead downloads in the fetch stage what an offline step's go
+// commands would fetch for themselves: the modules of each go.mod a step
+// points go at with -modfile (a test module beside the root's, a tools
+// module), which the download of the root go.mod leaves out, and each tool
+// a step runs or installs at a version (go run gotest.tools/gotestsum@latest
+// in a make recipe). Offline the module cache is the only proxy, and what
+// the fetch stage put there answers the later command, @latest included.
+func (p *run) fetchAhead() {
 	fi := slices.IndexFunc(p.c.Stages, func(st contract.Stage) bool { return st.Name == stageFetch })
 	if fi < 0 || !p.c.Stages[fi].Network {
 		return
+	}
+	add := func(st contract.Step) {
+		if !slices.ContainsFunc(p.c.Stages[fi].Steps, func(o contract.Step) bool { return o.Run == st.Run && o.Cwd == st.Cwd }) {
+			p.c.Stages[fi].Steps = append(p.c.Stages[fi].Steps, st)
+		}
 	}
 	for _, st := range p.c.Stages {
 		if st.Network {
 			continue
 		}
 		for _, s := range st.Steps {
-			at, ok := p.scripts.reaches(s.Run, cwdOrDot(s.Cwd), 0, func(w []string) bool { return modfile(w) != "" })
-			if !ok {
-				continue
-			}
-			f := modfile(words(at))
-			dl := contract.Step{Run: "go mod download -modfile=" + f, Cwd: s.Cwd, Evidence: s.Evidence, Source: contract.SourceDefault, Confidence: 0.7,
-				Reason: fmt.Sprintf("`%s` builds with the modules %s requires, which the download of go.mod leaves out", at, f)}
-			if dir, name := path.Split(f); name == "go.mod" {
-				// A module of its own: downloaded from its directory.
-				if cwd, ok := joinCwd(s.Cwd, dir); ok {
-					dl.Run, dl.Cwd = "go mod download", cwd
+			var found [][]string
+			p.scripts.reaches(s.Run, cwdOrDot(s.Cwd), 0, func(w []string) bool {
+				found = append(found, w)
+				return false // every command the step reaches
+			})
+			for _, w := range found {
+				at := strings.Join(w, " ")
+				if f := modfile(w); f != "" {
+					dl := contract.Step{Run: "go mod download -modfile=" + f, Cwd: s.Cwd, Evidence: s.Evidence, Source: contract.SourceDefault, Confidence: 0.7,
+						Reason: fmt.Sprintf("`%s` builds with the modules %s requires, which the download of go.mod leaves out", at, f)}
+					if dir, name := path.Split(f); name == "go.mod" {
+						// A module of its own: downloaded from its directory.
+						if cwd, ok := joinCwd(s.Cwd, dir); ok {
+							dl.Run, dl.Cwd = "go mod download", cwd
+						}
+					}
+					add(dl)
 				}
-			}
-			if !slices.ContainsFunc(p.c.Stages[fi].Steps, func(o contract.Step) bool { return o.Run == dl.Run && o.Cwd == dl.Cwd }) {
-				p.c.Stages[fi].Steps = append(p.c.Stages[fi].Steps, dl)
+				if len(w) > 2 && w[0] == "go" && (w[1] == "run" || w[1] == "install") {
+					if pkg, version, _ := fetchedTool(w[1:]); pkg != "" {
+						add(contract.Step{Run: "go install " + pkg + "@" + version, Cwd: s.Cwd, Evidence: s.Evidence, Source: contract.SourceDefault, Confidence: 0.7,
+							Reason: fmt.Sprintf("`%s` fetches %s@%s when it runs; installed in fetch, its modules are in the cache the offline stages read", at, pkg, version)})
+					}
+				}
 			}
 		}
 	}
