@@ -1204,17 +1204,19 @@ func embedGenerated(s *Situation) []Delta {
 // goToolRe is the go command failing, offline, to resolve the module of a
 // `go install pkg@version` or `go run pkg@version`, which a Makefile runs
 // on demand for a tool its test target needs (gotestsum, controller-gen,
-// ginkgo): the package and its version. The query for the version's
-// .info comes first for such an install alone; a module the build needs
-// fails on its .mod or .zip, which network-in-build answers.
-var goToolRe = regexp.MustCompile(`(?m)^go: ([^\s@:]+)@(v[^\s:@]+): (?:[^\s@:]+@v[^\s:@]+: )?(?:Get "https?://[^"]+/@v/[^"/]+\.info"|reading https?://\S+/@v/[^\s/]+\.info)[^\n]*(?:dial tcp|lookup|network is unreachable|Could not resolve host)`)
+// ginkgo): the package and its version or query. The query for the
+// version's .info (or, for @latest, the version list) comes first for
+// such an install alone; a module the build needs fails on its .mod or
+// .zip, which network-in-build answers.
+var goToolRe = regexp.MustCompile(`(?m)^go: ([^\s@:]+)@([^\s:@]+): (?:[^\s@:]+@[^\s:@]+: |module [^\s:]+: )?(?:Get "https?://[^"]+/@v/(?:[^"/]+\.info|list)"|reading https?://\S+/@v/(?:[^\s/]+\.info|list))[^\n]*(?:dial tcp|lookup|network is unreachable|Could not resolve host)`)
 
-// toolDownload answers a tool a later stage installs by version with the
-// network off: the same `go install pkg@version` runs in the fetch stage,
-// where it downloads the tool's modules into the module cache, and the
-// later install (GOBIN=bin/ go install …, as the Makefile runs it) then
-// builds from the cache alone. An explicit version only: a query such as
-// @latest needs the proxy every time.
+// toolDownload answers a tool a later stage installs or runs by version
+// with the network off: the same `go install pkg@version` runs in the
+// fetch stage, where it downloads the tool's modules into the module cache,
+// and the later install or run (GOBIN=bin/ go install …, as the Makefile
+// runs it) then builds from the cache alone, the offline stages' first
+// proxy. A query such as @latest is answered from the cache too: the
+// install keeps the version list it read.
 func toolDownload(s *Situation) []Delta {
 	a := s.Attempt
 	c := a.Contract
