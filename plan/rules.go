@@ -747,9 +747,12 @@ func (p *run) fetchAhead() {
 				found = append(found, w)
 				return false // every command the step reaches
 			})
+			// A recipe that changes directory (cd sub && go test -modfile=…,
+			// make -C sub) names a go.mod relative to where it went.
+			moved := slices.ContainsFunc(found, func(w []string) bool { return w[0] == "cd" || w[0] == "pushd" || slices.Contains(w, "-C") })
 			for _, w := range found {
 				at := strings.Join(w, " ")
-				if f := modfile(w); f != "" {
+				if f := modfile(w); f != "" && !moved {
 					dl := contract.Step{Run: "go mod download -modfile=" + f, Cwd: s.Cwd, Evidence: s.Evidence, Source: contract.SourceDefault, Confidence: 0.7,
 						Reason: fmt.Sprintf("`%s` builds with the modules %s requires, which the download of go.mod leaves out", at, f)}
 					if dir, name := path.Split(f); name == "go.mod" {

@@ -70,7 +70,9 @@ func (p *run) ciServices() {
 			}
 			if why != "" {
 				p.skip("service", e.Facts["name"]+" ("+e.Facts["image"]+")", e, why)
-				p.unsetFor(e, p.inContainer(j, e))
+				if s.Kind == "" { // no stand-in at all, not a port another has
+					p.unsetFor(e, p.inContainer(j, e))
+				}
 			} else {
 				seen[s.Name] = true
 				p.c.Services = append(p.c.Services, s)
@@ -87,23 +89,29 @@ func (p *run) ciServices() {
 // skip, as they do wherever the service is not running, instead of
 // dialling a host that is not there.
 func (p *run) unsetFor(e discover.Evidence, inContainer bool) {
-	var hosts []string
-	if inContainer {
-		hosts = append(hosts, regexp.QuoteMeta(e.Facts["name"])+`(?::\d+)?`)
+	var re *regexp.Regexp
+	if name := regexp.QuoteMeta(e.Facts["name"]); inContainer {
+		// A host, not a setting that happens to be the name (mongo:7.0 is
+		// an image, DB_CONNECTION=mongo a driver): after // or @ or host=,
+		// or with a port.
+		re = regexp.MustCompile(`(?:(?://|@|host=)` + name + `(?::\d+)?|(?:^|[\s,;])` + name + `:\d+)(?:$|[/?\s;,])`)
 	} else {
+		var ports []string
 		for _, m := range PortEntries(e.Facts["ports"]) {
 			if m.Host != "" {
-				hosts = append(hosts, `(?:localhost|127\.0\.0\.1):`+regexp.QuoteMeta(m.Host))
+				ports = append(ports, regexp.QuoteMeta(m.Host))
 			}
 		}
+		if len(ports) == 0 {
+			return
+		}
+		re = regexp.MustCompile(`(?:^|//|@|[\s,;])(?:localhost|127\.0\.0\.1):(?:` + strings.Join(ports, "|") + `)(?:$|[/?\s;,])`)
 	}
-	if len(hosts) == 0 {
-		return
-	}
-	re := regexp.MustCompile(`(?:^|//|@|host=)(?:` + strings.Join(hosts, "|") + `)(?:$|[/:?\s;,])`)
 	for _, k := range slices.Sorted(maps.Keys(p.env)) {
 		// A URL's scheme is no host: nats://natsy names natsy, not nats.
-		if !re.MatchString(urlScheme.ReplaceAllString(p.env[k], "//")) {
+		// A variable another workflow sets is another job's.
+		from, _, _ := strings.Cut(p.envFrom[k], ":")
+		if from != e.Path || !re.MatchString(urlScheme.ReplaceAllString(p.env[k], "//")) {
 			continue
 		}
 		p.out.Decisions = slices.DeleteFunc(p.out.Decisions, func(d Decision) bool {

@@ -35,13 +35,29 @@ func splitScript(script, cwd string, firstLine int) []command {
 	for i := 0; i < len(lines); i++ {
 		start := i
 		l := strings.TrimSpace(lines[i])
-		for strings.HasSuffix(l, "\\") && i+1 < len(lines) {
+		// A line continues after a backslash, and after an && or a pipe
+		// that ends it.
+		for i+1 < len(lines) {
+			if t := strings.TrimSuffix(l, "\\"); t != l {
+				l = strings.TrimSpace(t)
+			} else if c := stripComment(l); !strings.HasSuffix(c, "&&") && !strings.HasSuffix(c, "||") && !strings.HasSuffix(c, "|") {
+				break
+			} else {
+				l = c
+			}
 			i++
-			l = strings.TrimSpace(strings.TrimSuffix(l, "\\")) + " " + strings.TrimSpace(lines[i])
+			l += " " + strings.TrimSpace(lines[i])
 		}
 		l = stripComment(l)
 		if l == "" {
 			continue
+		}
+		// A subshell or group over several lines, or a here-document,
+		// ties lines together as control flow does.
+		if strings.Contains(l, "<<") || opensGroup(l) {
+			if n := len(strings.Split(strings.TrimSpace(script), "\n")); n > 1 {
+				return []command{{run: strings.TrimSpace(script), line: firstLine, cwd: cwd}}
+			}
 		}
 		f := strings.Fields(l)
 		// Control flow, functions and shell variables tie lines together.
@@ -107,6 +123,23 @@ func subshell(c string) (string, bool) {
 		return "", false
 	}
 	return strings.TrimSpace(c[1 : len(c)-1]), true
+}
+
+// opensGroup says a line opens a parenthesis it does not close.
+func opensGroup(l string) bool {
+	i := strings.IndexByte(l, '(')
+	for i >= 0 {
+		end := closing(l, i)
+		if end < 0 {
+			return true
+		}
+		next := strings.IndexByte(l[end+1:], '(')
+		if next < 0 {
+			return false
+		}
+		i = end + 1 + next
+	}
+	return false
 }
 
 // closing is the index of the parenthesis that closes the one at open,

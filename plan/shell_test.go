@@ -35,6 +35,12 @@ func TestSplitScript(t *testing.T) {
 		{"(cd web; npm ci) && npm test", "", []string{"10 $ (cd web; npm ci)", "10 $ npm test"}},
 		{"test -n \"$(cd a && pwd)\" && make", "", []string{"10 $ test -n \"$(cd a && pwd)\"", "10 $ make"}},
 		{"(cd a && make", "", []string{"10 $ (cd a && make"}},
+		// A line ending in && goes on on the next; a group over several
+		// lines, or a here-document, keeps the script whole.
+		{"(cd tools &&\n  go mod download)\ngo test ./...", "", []string{"10 tools$ go mod download", "12 $ go test ./..."}},
+		{"make build &&\n  make test", "", []string{"10 $ make build", "10 $ make test"}},
+		{"(\n  cd tools\n  go mod download\n)\ngo test ./...", "", []string{"10 $ (\n  cd tools\n  go mod download\n)\ngo test ./..."}},
+		{"cat <<EOF > f\n(cd a && make)\nEOF\nmake", "", []string{"10 $ cat <<EOF > f\n(cd a && make)\nEOF\nmake"}},
 	}
 	for _, c := range cases {
 		var got []string

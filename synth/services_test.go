@@ -138,6 +138,8 @@ func TestStandInServiceQuarantinesItsOwnTests(t *testing.T) {
 		{Package: "x/dbtest", Name: "TestQuery/mysql8/97", Status: results.Failed, Output: "query_test.go:1962: snapshot not equal\n--- expected\n"},
 		{Package: "x/dbtest", Name: "TestQuery/mariadb/97", Status: results.Failed, Output: "query_test.go:1962: snapshot not equal\n"},
 		{Package: "x/dbtest", Name: "TestQuery/mysql8/98", Status: results.Passed},
+		// A package named for the service is not its test: a driver's own.
+		{Package: "github.com/go-sql-driver/mysql8", Name: "TestParseDSN", Status: results.Failed, Output: "dsn_test.go:9: got x want y\n"},
 	}}
 	ds := standInService(&Situation{Attempt: a})
 	if len(ds) != 1 {
