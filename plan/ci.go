@@ -251,6 +251,16 @@ func (p *run) selectJobs(jobs []*ciJob) []picked {
 		cands = append(cands, cand{j, ch, tests, width, p.projectOf(tests[0].cwd), i})
 	}
 	less := func(a, b cand) int {
+		// A job that edits the checkout before its tests (sed -i over the
+		// test files, a patch, another version of a dependency added to
+		// the manifest) runs a variant of the suite, and one the replay's
+		// tree check refuses: the plain job comes first.
+		if ea, eb := editsTree(a.j), editsTree(b.j); ea != eb {
+			if ea {
+				return 1
+			}
+			return -1
+		}
 		if a.width != b.width {
 			return b.width - a.width
 		}
@@ -327,6 +337,10 @@ func (p *run) selectJobs(jobs []*ciJob) []picked {
 		seen := map[string]*ciJob{sig(best): best.j}
 		for _, c := range cs[1:] {
 			s := sig(c)
+			if editsTree(c.j) && !editsTree(best.j) {
+				left[c.j] = fmt.Sprintf("a variant of the suite: its steps edit the checkout before the tests (sed -i, a patch, a dependency added); %s runs the suite as it is", best.j.ref())
+				continue
+			}
 			if first, ok := seen[s]; ok {
 				left[c.j] = fmt.Sprintf("runs the same tests as %s, the chosen job; an alternative", first.ref())
 				continue
@@ -462,6 +476,32 @@ func coveredBy(c cand, take []cand, sig func(cand) string) bool {
 
 // needsSecrets reports a job whose test steps read credentials (other
 // than the runner's own token): they reach a hosted service.
+// inPlaceEdit is a command that rewrites files where they are: sed -i,
+// perl -i, patch.
+var inPlaceEdit = regexp.MustCompile(`(?m)(?:^|[\s;&|(])(?:sed\s+(?:-[A-Za-z]*i|--in-place)|perl\s+-[A-Za-z]*i|patch\s+-p\d)`)
+
+// editsTree says a job's steps edit files of the checkout in place, or
+// add a dependency to its manifest (pnpm add -D react@canary).
+func editsTree(j *ciJob) bool {
+	return slices.ContainsFunc(j.steps, func(s ciStep) bool {
+		if inPlaceEdit.MatchString(s.run()) {
+			return true
+		}
+		for _, c := range splitScript(s.run(), "", s.ev.Line) {
+			w := words(c.run)
+			if len(w) < 3 || slices.Contains(w, "-g") || slices.Contains(w, "--global") {
+				continue
+			}
+			switch {
+			case (w[0] == "pnpm" || w[0] == "yarn" || w[0] == "bun") && w[1] == "add",
+				w[0] == "npm" && (w[1] == "install" || w[1] == "i") && hasPositional(w[2:]):
+				return true
+			}
+		}
+		return false
+	})
+}
+
 func (p *run) needsSecrets(j *ciJob) bool {
 	for _, s := range j.steps {
 		if s.ev.Kind != discover.KindGHARun {
