@@ -956,7 +956,6 @@ func dropFlags(args []string) []string {
 // quotes; a single command comes back alone.
 func commandParts(run string) []string {
 	var parts []string
-	var quote byte
 	start := 0
 	cut := func(i, width int) {
 		if p := strings.TrimSpace(run[start:i]); p != "" {
@@ -964,26 +963,16 @@ func commandParts(run string) []string {
 		}
 		start = i + width
 	}
-	for i := 0; i < len(run); i++ {
-		ch := run[i]
-		switch {
-		case quote != 0:
-			if ch == quote {
-				quote = 0
-			} else if ch == '\\' && quote == '"' {
-				i++
-			}
-		case ch == '\'' || ch == '"':
-			quote = ch
-		case ch == '\\':
-			i++
+	eachUnquoted(run, 0, func(i int) int {
+		switch ch := run[i]; {
 		case (ch == '&' || ch == '|') && i+1 < len(run) && run[i+1] == ch:
 			cut(i, 2)
-			i++
+			return i + 1
 		case ch == ';' || ch == '\n':
 			cut(i, 1)
 		}
-	}
+		return i
+	})
 	cut(len(run), 0)
 	return parts
 }

@@ -145,10 +145,29 @@ func opensGroup(l string) bool {
 // closing is the index of the parenthesis that closes the one at open,
 // outside quotes, or -1.
 func closing(c string, open int) int {
-	depth := 0
+	depth, end := 0, -1
+	eachUnquoted(c, open, func(i int) int {
+		switch c[i] {
+		case '(':
+			depth++
+		case ')':
+			if depth--; depth == 0 {
+				end = i
+				return -1
+			}
+		}
+		return i
+	})
+	return end
+}
+
+// eachUnquoted calls f with the index of each byte of s from start that
+// is neither quoted nor escaped; f returns the index to go on after (i for
+// the next byte) or -1 to stop.
+func eachUnquoted(s string, start int, f func(i int) int) {
 	var quote byte
-	for i := open; i < len(c); i++ {
-		ch := c[i]
+	for i := start; i < len(s); i++ {
+		ch := s[i]
 		switch {
 		case quote != 0:
 			if ch == quote {
@@ -160,15 +179,12 @@ func closing(c string, open int) int {
 			quote = ch
 		case ch == '\\':
 			i++
-		case ch == '(':
-			depth++
-		case ch == ')':
-			if depth--; depth == 0 {
-				return i
+		default:
+			if i = f(i); i < 0 {
+				return
 			}
 		}
 	}
-	return -1
 }
 
 // lostReason says why a command after a cd the planner cannot follow is
@@ -183,34 +199,27 @@ func lostReason(c command) string {
 // pipe at its top level is left whole: its parts depend on each other.
 func splitAnd(l string) []string {
 	var parts []string
-	var quote byte
-	start := 0
-	for i := 0; i < len(l); i++ {
-		ch := l[i]
-		switch {
-		case quote != 0:
-			if ch == quote {
-				quote = 0
-			} else if ch == '\\' && quote == '"' {
-				i++
-			}
-		case ch == '\'' || ch == '"':
-			quote = ch
-		case ch == '\\':
-			i++
+	start, whole := 0, false
+	eachUnquoted(l, 0, func(i int) int {
+		switch ch := l[i]; {
 		case ch == '(':
 			end := closing(l, i)
 			if end < 0 {
-				return []string{l}
+				whole = true
 			}
-			i = end
+			return end
 		case ch == '&' && i+1 < len(l) && l[i+1] == '&':
 			parts = append(parts, strings.TrimSpace(l[start:i]))
 			start = i + 2
-			i++
+			return i + 1
 		case ch == ';' || ch == '|' || ch == '&':
-			return []string{l}
+			whole = true
+			return -1
 		}
+		return i
+	})
+	if whole {
+		return []string{l}
 	}
 	parts = append(parts, strings.TrimSpace(l[start:]))
 	var out []string

@@ -88,7 +88,8 @@ func TestAptPackages(t *testing.T) {
 }
 
 func FuzzSplitScript(f *testing.F) {
-	for _, s := range []string{"cd a && b", "x \\\ny", "if a; then b; fi", `echo "&&" && z`, "a\\", "cd", "'unterminated && x"} {
+	for _, s := range []string{"cd a && b", "x \\\ny", "if a; then b; fi", `echo "&&" && z`, "a\\", "cd", "'unterminated && x",
+		"(cd tools && go mod download)\ngo test", "(cd a &&\n make)", "((", ")(", "(()", "cat <<EOF\n(x)\nEOF", "diff <(cd a && ls) <(cd ../b && ls) && ok", "a &&\n\n"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
