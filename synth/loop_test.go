@@ -571,3 +571,23 @@ func TestLoopCountsTestsBySummary(t *testing.T) {
 		}
 	}
 }
+
+// A step drop-step took out may be what made the file a later step cannot
+// find: the diagnosis names the dropped step and its failure, not only the
+// project's code.
+func TestLoopDiagnosisNamesADroppedStepsOutput(t *testing.T) {
+	last := fail("verify", traces.TestFailure, "Error [ERR_MODULE_NOT_FOUND]: Cannot find module '/work/src/packages/tui/dist/index.js' imported from /work/src/src/a.ts",
+		results.Test{Name: "a.test.ts", Status: results.Failed})
+	last.N, last.Contract = 3, draft()
+	out := &Outcome{Attempts: []*Attempt{last}, Deltas: []Logged{{Attempt: 1, Accepted: true, Delta: Delta{Rule: "drop-step",
+		Reason:   `"npm run build" fails for want of something no rule can provide (network), outside the strongest verification; drop it`,
+		Evidence: "attempt 1, step build/1: Failed to fetch font `Geist` from fonts.googleapis.com"}}}}
+	got := (&Loop{}).diagnose(out, "")
+	if want := `The step cannot find packages/tui/dist/index.js, which a step dropped earlier may make: "npm run build" fails for want of something no rule can provide (network), outside the strongest verification (attempt 1, step build/1: Failed to fetch font ` + "`Geist`" + ` from fonts.googleapis.com)`; !strings.Contains(got, want) {
+		t.Errorf("diagnosis %s\nlacks %s", got, want)
+	}
+	out.Deltas[0].Rule = "network-in-build"
+	if got := (&Loop{}).diagnose(out, ""); strings.Contains(got, "dropped earlier") {
+		t.Errorf("no step was dropped: %s", got)
+	}
+}

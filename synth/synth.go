@@ -830,6 +830,7 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 		}
 		fmt.Fprintf(&b, " Packages that do not compile, whose tests never ran: %s%s.", strings.Join(pkgs, ", "), more)
 	}
+	b.WriteString(droppedNote(out, last))
 	if n := rejectedOnTrace(out); n > 0 {
 		fmt.Fprintf(&b, " %d revision(s) were undone after their replay changed tracked files the tests run on.", n)
 	}
@@ -848,6 +849,33 @@ func (l *Loop) diagnose(out *Outcome, stop string) string {
 		fmt.Fprintf(&b, " (trace: %s)", last.TracePath)
 	}
 	return b.String()
+}
+
+// missingOutputRe is a program failing to find a file of the repository
+// that a build makes (a workspace package's dist/index.js), as Node and
+// the shell say it.
+var missingOutputRe = regexp.MustCompile(`Cannot find (?:module|package) '` + regexp.QuoteMeta(replay.SrcDir) + `/([^']+)'|` + regexp.QuoteMeta(replay.SrcDir) + `/(\S+?)'?: [Nn]o such file or directory`)
+
+// droppedNote says, when the last failure cannot find a file of the
+// repository and drop-step took steps out before, that those steps may be
+// what made it: a failure that then reads as the project's own is the
+// dropped step's, and its cause is the one to fix.
+func droppedNote(out *Outcome, last *Attempt) string {
+	m := missingOutputRe.FindStringSubmatch(last.Log)
+	if m == nil {
+		return ""
+	}
+	var dropped []string
+	for _, d := range out.Deltas {
+		if d.Accepted && d.Rule == "drop-step" && d.Attempt < last.N {
+			what, _, _ := strings.Cut(d.Reason, ";") // "npm run build" fails for want of …
+			dropped = append(dropped, fmt.Sprintf("%s (%s)", what, d.Evidence))
+		}
+	}
+	if len(dropped) == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" The step cannot find %s, which a step dropped earlier may make: %s; that step's own failure is then the cause.", m[1]+m[2], strings.Join(dropped, "; "))
 }
 
 // answered is the delta accepted after attempt n, if any.
