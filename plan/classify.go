@@ -109,15 +109,17 @@ func isLinterInstall(w []string) bool {
 		if i := strings.IndexByte(name, '@'); i >= 0 {
 			name = name[:i]
 		}
-		name = name[strings.LastIndexByte(name, '/')+1:]
-		if linters[name] || name == "golangci-lint" {
-			return true
-		}
-		if strings.Contains(a, "honnef.co/go/tools") || strings.Contains(a, "golangci") {
+		if linterPackage(a, name[strings.LastIndexByte(name, '/')+1:]) {
 			return true
 		}
 	}
 	return false
+}
+
+// linterPackage says a Go package (at a version or not), whose program is
+// tool, is a linter's.
+func linterPackage(pkg, tool string) bool {
+	return linters[tool] || strings.Contains(pkg, "honnef.co/go/tools") || strings.Contains(pkg, "golangci")
 }
 
 // aptPackages returns the packages an "apt-get install" line asks for.

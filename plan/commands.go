@@ -853,7 +853,7 @@ func goKind(args []string, run string) verdict {
 			// go run PKG@VERSION runs that tool: what the tool is says what
 			// the step does (gotestsum tests, golangci-lint checks).
 			switch {
-			case linters[tool] || strings.Contains(pkg, "golangci") || strings.Contains(pkg, "honnef.co/go/tools"):
+			case linterPackage(pkg, tool):
 				return verdict{kindLint, tool + " is a check"}
 			case toolKinds[tool] == kindTest && toolKindsHas(tool):
 				return verdict{kindTest, "go run " + tool + " runs the tests"}
