@@ -29,7 +29,10 @@ const (
 	KindEnvironment     = "environment"
 	// KindRun is a replay's own image or volume: its run removes it, or a
 	// later run's reaper when it was killed.
-	KindRun         = "run"
+	KindRun = "run"
+	// KindSetup is a setup image: a base image with a contract's user and
+	// system packages, shared by every replay with the same ones.
+	KindSetup       = "setup-image"
 	KindBaseImage   = "base-image"
 	KindVerdict     = "verdict"
 	KindDownload    = "toolchain-download"
@@ -94,8 +97,11 @@ func List(ctx context.Context, e Engine, cacheDir string) ([]Entry, error) {
 		if i.Shared >= 0 {
 			size -= i.Shared
 		}
-		if i.Labels[replay.LabelRole] == "" {
+		switch i.Labels[replay.LabelRole] {
+		case "":
 			kind, size = KindBaseImage, i.Size
+		case replay.RoleSetup:
+			kind = KindSetup
 		}
 		en := entry(i.Labels, kind, cmp.Or(first(i.Tags), i.ID))
 		en.images = append(en.images, i.ID)

@@ -81,8 +81,8 @@ func (r *Runner) Bare(ctx context.Context, in Input, stdout, stderr io.Writer) (
 			return nil, fmt.Errorf("copying the CA bundle in: %w", err)
 		}
 	}
-	for _, a := range x.artifacts {
-		if err := x.ensureToolchain(ctx, c, a); err != nil {
+	for _, f := range x.toolFills() {
+		if err := x.ensureFilled(ctx, c, f); err != nil {
 			return nil, err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
 	"time"
 )
@@ -36,6 +37,11 @@ type Engine interface {
 	// waits, unless spec.Service asks for the image's own; steps run inside
 	// it with Exec.
 	Start(ctx context.Context, spec ContainerSpec) (Container, error)
+	// Create is Start without the start: a copy into the container or its
+	// volumes and a Stat work before its Start, so a replay's first stage
+	// gets the tree without a container of its own to copy it in (a
+	// started container costs a replay more than anything else it does).
+	Create(ctx context.Context, spec ContainerSpec) (Container, error)
 	// List returns the IDs of containers carrying all the given labels, so
 	// leftovers of an interrupted run can be found and removed.
 	List(ctx context.Context, labels map[string]string) ([]string, error)
@@ -43,9 +49,15 @@ type Engine interface {
 	RemoveContainer(ctx context.Context, id string) error
 }
 
-// Container is a running container.
+// Container is a container of the engine: running, or created and not yet
+// started (Create), when only CopyIn, Stat, Start and Remove apply.
 type Container interface {
 	ID() string
+	// Start starts a container Create made.
+	Start(ctx context.Context) error
+	// Stat reports the mode of path in the container, its volumes included;
+	// a missing path is an error wrapping ErrNotFound.
+	Stat(ctx context.Context, path string) (fs.FileMode, error)
 	// Exec runs one command and waits for it. When ctx ends first the
 	// whole container is killed (an exec cannot be killed alone in Docker
 	// API 1.41), so the container can only be removed afterwards, and the
@@ -55,8 +67,8 @@ type Container interface {
 	// CopyIn extracts a tar stream into dir inside the container.
 	CopyIn(ctx context.Context, dir string, tar io.Reader) error
 	// Commit snapshots the container's filesystem (not its volumes) as a new
-	// image and returns its ID.
-	Commit(ctx context.Context, ref string) (string, error)
+	// image with labels added to its own and returns its ID.
+	Commit(ctx context.Context, ref string, labels map[string]string) (string, error)
 	// Logs writes what the main process has printed so far, stdout and
 	// stderr interleaved: a service container's own log.
 	Logs(ctx context.Context, w io.Writer) error

@@ -183,7 +183,7 @@ func (x *run) holdEnvironment(ctx context.Context, key string, target int) (bool
 	x.runImage, x.shell, x.work, x.homeVol, x.cacheVol, x.ca = env.Image, env.Shell, env.Work, env.Home, env.Cache, env.CA
 	x.mounts = x.stageMounts()
 	// The environment is kept, not this exec's to remove; it holds it.
-	x.volumes, x.envImage = nil, env.Image
+	x.volumes = nil
 	return built, x.writeLease()
 }
 
@@ -298,6 +298,19 @@ func (x *run) buildEnvironment(ctx context.Context, key string, target int) (env
 			return nil, fmt.Errorf("building the environment: stage %s failed (trace: %s)", s.Name, x.tw.Path())
 		}
 	}
+	if x.uncopied {
+		// No stage ran before the exec's: the tree comes in all the same.
+		c, ok, err := x.checkout(ctx, ContainerSpec{Image: x.runImage, Network: NetworkNone, Mounts: x.mounts, Labels: x.labels()})
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("building the environment: its checkout failed (trace: %s)", x.tw.Path())
+		}
+		if err := x.removeContainer(ctx, c); err != nil {
+			return nil, err
+		}
+	}
 	env = &environment{Root: x.in.Snapshot.Root, Image: x.runImage, Work: x.work, Home: x.homeVol, Cache: x.cacheVol, CA: x.ca, Shell: x.shell, Volume: slices.Clone(x.volumes)}
 	b, err := json.Marshal(env)
 	if err != nil {
@@ -379,10 +392,7 @@ func (x *run) execIn(ctx context.Context, in ExecInput, target int) (ExecResult,
 		return ExecResult{}, fmt.Errorf("starting the environment: %w", err)
 	}
 	x.containers = append(x.containers, c)
-	owner := 0
-	if x.contract.User != "root" {
-		owner = 1000 // the account prepare creates
-	}
+	owner := x.owner()
 	src := hideDir{FS: x.in.Snapshot.FS, dir: contract.Dir}
 	if err := copyTar(ctx, c, workDir, src, repo.TarOptions{ModTime: x.in.Snapshot.CommitTime, Prefix: "src/", Owner: owner}); err != nil {
 		return ExecResult{}, fmt.Errorf("copying the tree in: %w", err)
@@ -467,7 +477,7 @@ func (x *run) dropEnvironments(ctx context.Context, match func(*environment) boo
 			errs = append(errs, removeIfExists(f))
 			continue
 		}
-		if !match(&env) || held[env.Image] {
+		if !match(&env) || held[env.Work] {
 			// An exec still runs in it: the next drop removes it.
 			continue
 		}
@@ -477,7 +487,11 @@ func (x *run) dropEnvironments(ctx context.Context, match func(*environment) boo
 				these = append(these, x.engine.RemoveContainer(ctx, id))
 			}
 		}
-		if err := x.engine.RemoveImage(ctx, env.Image); err != nil && !errors.Is(err, ErrNotFound) {
+		// The setup image is shared, not the environment's; an environment
+		// kept before there were setup images has an image of its own.
+		if info, err := x.engine.InspectImage(ctx, env.Image); err == nil && info.Labels[LabelRole] != RoleSetup {
+			these = append(these, x.engine.RemoveImage(ctx, env.Image))
+		} else if err != nil && !errors.Is(err, ErrNotFound) {
 			these = append(these, err)
 		}
 		for _, v := range env.Volume {

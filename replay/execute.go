@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -67,16 +68,18 @@ type run struct {
 	tw       *traces.Writer
 
 	image      ImageInfo
-	runImage   string // committed image, removed at the end
-	envImage   string // the kept environment's image an exec runs in
+	runImage   string // the setup image (shared) or a kept environment's
 	artifacts  []Artifact
 	volumes    []string // per-run volumes, removed at the end
 	homeVol    string   // HOME: per run, so nothing a step leaves there outlives the run
 	cacheVol   string   // the dependency caches, keyed by what decides their content
-	work, ca   string   // per-run volumes: the work tree and the CA bundle
+	work       string   // per-run volume: the work tree
+	ca         string   // the CA bundle's volume, shared by its digest
 	resumed    string   // the run whose state this one resumed in
 	kept       *State   // what WithKeepState handed over
 	prepared   bool     // the run image and volumes are complete
+	uncopied   bool     // prepared, and the tree not yet copied in (checkout)
+	untar      bool     // the run image has tar: the checkout unpacks the tree
 	containers []Container
 	sidecar    Container // where the services run; the offline stages join its network
 	// services are the containers of the services run from their images,
@@ -323,8 +326,11 @@ func (x *run) stageMounts() []Mount {
 	return m
 }
 
-// prepare creates the volumes and the run image: the unprivileged user,
-// system packages, the repository copy, toolchains and the CA bundle.
+// prepare creates the volumes and finds or builds the setup image: the
+// base image with the unprivileged user and the system packages, keyed by
+// what decides it and shared by every replay with that key. The tree
+// waits for the first stage's container (checkout), so a replay whose
+// setup image exists starts one container less and commits none.
 func (x *run) prepare(ctx context.Context) (bool, error) {
 	lbl := x.labels()
 	work := "bootstrap-work-" + x.id
@@ -348,89 +354,148 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("creating dependency cache volume: %w", err)
 	}
 	x.homeReuse = map[bool]string{true: CacheMiss, false: CacheHit}[created]
-	prepMounts := []Mount{{Volume: work, Target: workDir}, {Volume: x.homeVol, Target: x.home()}, {Volume: x.cacheVol, Target: depCacheDir}}
-	for _, a := range x.artifacts {
-		v := toolVolume(a.Toolchain)
-		if _, err := x.engine.EnsureVolume(ctx, v, map[string]string{LabelRole: RoleToolchain}); err != nil {
-			return false, fmt.Errorf("creating toolchain volume: %w", err)
-		}
-		prepMounts = append(prepMounts, Mount{Volume: v, Target: toolRoot + "/" + a.Toolchain.Name})
-	}
 	if x.inputs.ca != nil {
-		v := "bootstrap-ca-" + x.id
-		if _, err := x.engine.EnsureVolume(ctx, v, lbl); err != nil {
-			return false, fmt.Errorf("creating CA volume: %w", err)
+		x.ca = "bootstrap-ca-" + shortHash(x.inputs.caDigest)
+	}
+	for _, f := range x.fills() {
+		if _, err := x.engine.EnsureVolume(ctx, f.volume, map[string]string{LabelRole: RoleToolchain}); err != nil {
+			return false, fmt.Errorf("creating %s volume: %w", f.what, err)
 		}
-		x.volumes = append(x.volumes, v)
-		x.ca = v
-		prepMounts = append(prepMounts, Mount{Volume: v, Target: caStage})
 	}
 	x.mounts = x.stageMounts()
+	x.tree = x.inputs.sums
 	_ = x.writeLease()
 
-	x.stageStart(PrepareStage, true)
+	ref := "bootstrap-setup:" + x.setupImageKey()
+	// One build of a key at a time: the second finds the first's image.
+	unlock, err := x.lock(ctx, "setup-"+x.setupImageKey())
+	if err != nil {
+		return false, err
+	}
+	defer unlock()
+	info, err := x.engine.InspectImage(ctx, ref)
+	found := err == nil
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return false, fmt.Errorf("looking for the setup image: %w", err)
+	}
+	on := true
+	msg := map[bool]string{true: "setup image " + ref + " reused", false: "building setup image " + ref}[found]
+	x.progressf(x.start, "stage %s", PrepareStage)
+	_ = x.emit(traces.Event{Type: traces.StageStart, Stage: PrepareStage, Network: &on, Message: msg})
 	prepStart := x.now()
-	c, err := x.engine.Start(ctx, ContainerSpec{Image: x.image.ID, Network: NetworkHost, Mounts: prepMounts, Labels: lbl, KeepCapabilities: true})
+	if !found {
+		ok, err := x.buildSetup(ctx, ref)
+		if err != nil || !ok {
+			x.stageEnd(PrepareStage, false, prepStart)
+			return false, err
+		}
+		if info, err = x.engine.InspectImage(ctx, ref); err != nil {
+			x.stageEnd(PrepareStage, false, prepStart)
+			return false, fmt.Errorf("reading the setup image: %w", err)
+		}
+	}
+	x.useSetup(info)
+	_ = x.writeLease()
+	x.stageEnd(PrepareStage, true, prepStart)
+	x.prepared, x.uncopied = true, true
+	return true, nil
+}
+
+// Labels of a setup image: what it was built for, read back by every
+// replay that reuses it.
+const (
+	// RoleSetup labels the shared setup images.
+	RoleSetup     = "setup"
+	labelShell    = "dev.bootstrap.shell"
+	labelTar      = "dev.bootstrap.tar" // "tar" when the checkout can unpack the tree itself
+	labelPackages = "dev.bootstrap.packages"
+	// setupRecipe changes when what buildSetup does changes, so an image
+	// of the old recipe is not taken for one of the new.
+	setupRecipe = "setup/3"
+)
+
+// setupImageKey digests what decides the setup image: the base image, the
+// user, the packages and the archive that resolved them.
+func (x *run) setupImageKey() string {
+	parts := []string{setupRecipe, x.image.ID, x.contract.User, strings.Join(packageList(x.contract), ",")}
+	if a := x.contract.Archive; a != nil {
+		parts = append(parts, a.Suite+"@"+a.Release)
+	}
+	return shortHash(strings.Join(parts, "\n"))
+}
+
+// owner is the uid (and gid) of the contract's user, as buildSetup made it.
+func (x *run) owner() int {
+	if x.contract.User == "root" {
+		return 0
+	}
+	return 1000
+}
+
+// useSetup takes the run image, its shell and its packages' versions from
+// the setup image.
+func (x *run) useSetup(info ImageInfo) {
+	x.runImage, x.untar = info.ID, info.Labels[labelTar] == "tar"
+	x.shell = []string{"sh", "-e", "-c"}
+	if info.Labels[labelShell] == "bash" {
+		x.shell = []string{"bash", "-e", "-o", "pipefail", "-c"}
+	}
+	x.packages = nil
+	for _, line := range strings.Split(info.Labels[labelPackages], "\n") {
+		if k, v, ok := strings.Cut(line, "="); ok {
+			if x.packages == nil {
+				x.packages = map[string]string{}
+			}
+			x.packages[k] = v
+		}
+	}
+}
+
+// buildSetup makes the setup image in a container of the base image, which
+// also fills the toolchain and CA volumes while it has them, and commits
+// it as ref.
+func (x *run) buildSetup(ctx context.Context, ref string) (bool, error) {
+	var mounts []Mount
+	for _, f := range x.fills() {
+		mounts = append(mounts, Mount{Volume: f.volume, Target: f.fillAt})
+	}
+	c, err := x.engine.Start(ctx, ContainerSpec{Image: x.image.ID, Network: NetworkHost, Mounts: mounts, Labels: x.labels(), KeepCapabilities: true})
 	if err != nil {
 		return false, fmt.Errorf("starting setup container: %w", err)
 	}
 	x.containers = append(x.containers, c)
 	_ = x.writeLease()
-
-	src := hideDir{FS: x.in.Snapshot.FS, dir: contract.Dir}
-	if err := copyTar(ctx, c, workDir, src, repo.TarOptions{ModTime: x.in.Snapshot.CommitTime, Prefix: "src/"}); err != nil {
-		return false, fmt.Errorf("copying the repository in: %w", err)
-	}
-	for _, a := range x.artifacts {
-		if err := x.ensureToolchain(ctx, c, a); err != nil {
-			return false, err
-		}
-	}
-	if err := c.CopyIn(ctx, workDir, singleFileTar(trackedName, x.inputs.sums.List())); err != nil {
-		return false, fmt.Errorf("copying the tracked files' names in: %w", err)
-	}
-	x.tree = x.inputs.sums
-	if x.inputs.ca != nil {
-		if err := c.CopyIn(ctx, caStage, singleFileTar("ca-certificates.crt", x.inputs.ca)); err != nil {
-			return false, fmt.Errorf("copying the CA bundle in: %w", err)
-		}
-	}
 	step := 0
 	runStep := func(what string, cmd ...string) (bool, []byte, error) {
 		step++
 		return x.prepStep(ctx, c, step, what, cmd)
 	}
-	if snap := x.in.Snapshot; snap.Commit != "" && len(snap.CommitObject) > 0 {
-		if err := c.CopyIn(ctx, workDir, singleFileTar(commitFile, snap.CommitObject)); err != nil {
-			return false, fmt.Errorf("copying the commit in: %w", err)
-		}
-		epoch := strconv.FormatInt(max(snap.CommitTime.Unix(), 0), 10)
-		ok, _, err := runStep("a checkout's .git at "+snap.Commit, "sh", "-e", "-c", checkoutScript, "sh", snap.Tree, workDir+"/"+commitFile, epoch)
-		if err != nil || !ok {
-			x.stageEnd(PrepareStage, false, prepStart)
-			return false, err
-		}
-	}
 	var cmds [][]string
+	// The dependency cache, HOME and the work tree are volumes: an empty
+	// one takes its owner and first entries from the image, so every
+	// replay's start as the user with no chown of its own.
+	dirs := []string{x.home() + "/.local", depCacheDir, depCacheDir + "/go", workDir}
 	if x.contract.User != "root" {
-		cmds = append(cmds, []string{"useradd", "-m", "-u", "1000", x.contract.User})
+		cmds = append(cmds, []string{"useradd", "-m", "-u", strconv.Itoa(x.owner()), x.contract.User},
+			append([]string{"install", "-d", "-o", x.contract.User, "-g", x.contract.User}, dirs...))
+	} else {
+		cmds = append(cmds, append([]string{"install", "-d"}, dirs...))
 	}
 	packages := packageList(x.contract)
 	if len(packages) > 0 {
 		cmds = append(cmds, append([]string{"sh", "-e", "-c", "apt-get update && apt-get install -y --no-install-recommends \"$@\"", "sh"}, packages...))
 	}
-	cmds = append(cmds, []string{"chown", "-R", x.contract.User + ":", srcDir, x.home(), depCacheDir},
-		// Docker copies a mount point's owner from the image into a volume
-		// that is still empty when the next container starts, undoing the
-		// chown; a first entry keeps each volume non-empty.
-		[]string{"install", "-d", "-o", x.contract.User, "-g", x.contract.User, x.home() + "/.local", depCacheDir + "/go"})
 	for _, cmd := range cmds {
-		ok, _, err := runStep(strings.Join(cmd, " "), cmd...)
-		if err != nil || !ok {
-			x.stageEnd(PrepareStage, false, prepStart)
+		if ok, _, err := runStep(strings.Join(cmd, " "), cmd...); err != nil || !ok {
 			return false, err
 		}
 	}
+	for _, f := range x.fills() {
+		if err := x.ensureFilled(ctx, c, f); err != nil {
+			return false, err
+		}
+	}
+	labels := map[string]string{LabelRole: RoleSetup, LabelRun: "", labelShell: "sh", labelTar: "no"}
 	if len(packages) > 0 {
 		names := make([]string, len(packages))
 		for i, p := range packages {
@@ -438,42 +503,200 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 		}
 		ok, out, err := runStep("dpkg-query", append([]string{"dpkg-query", "-W", "-f=${Package}=${Version}\\n"}, names...)...)
 		if err != nil || !ok {
-			x.stageEnd(PrepareStage, false, prepStart)
 			return false, err
 		}
-		x.packages = map[string]string{}
-		for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-			if k, v, ok := strings.Cut(line, "="); ok {
-				x.packages[k] = v
-			}
+		labels[labelPackages] = strings.TrimSpace(string(out))
+	}
+	for label, prog := range map[string]string{labelShell: "bash", labelTar: "tar"} {
+		if mode, err := c.Stat(ctx, "/bin/"+prog); err == nil && mode&0o111 != 0 {
+			labels[label] = prog
+		} else if err != nil && !errors.Is(err, ErrNotFound) {
+			return false, fmt.Errorf("looking for %s: %w", prog, err)
 		}
 	}
-	res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"test", "-x", "/bin/bash"}, User: "root", Env: []string{"PATH=" + stdPath}})
-	if err != nil {
-		return false, fmt.Errorf("looking for bash: %w", err)
-	}
-	x.shell = []string{"sh", "-e", "-c"}
-	if res.ExitCode == 0 {
-		x.shell = []string{"bash", "-e", "-o", "pipefail", "-c"}
-	}
-	x.runImage = x.image.ID
-	if len(cmds) > 1 || x.contract.User != "root" {
-		id, err := c.Commit(ctx, "bootstrap-run:"+x.id)
-		if err != nil {
-			return false, fmt.Errorf("committing the run image: %w", err)
-		}
-		x.runImage = id
-		_ = x.writeLease()
+	if _, err := c.Commit(ctx, ref, labels); err != nil {
+		return false, fmt.Errorf("committing the setup image: %w", err)
 	}
 	if !x.keep {
 		if err := c.Remove(ctx); err != nil {
 			return false, fmt.Errorf("removing setup container: %w", err)
 		}
-		x.containers = x.containers[:0]
+		x.containers = slices.DeleteFunc(x.containers, func(k Container) bool { return k == c })
 	}
-	x.stageEnd(PrepareStage, true, prepStart)
-	x.prepared = true
 	return true, nil
+}
+
+// checkoutStage names, in traces, the copy of the tree into the first
+// stage's container and the .git it gets there, as a CI job's checkout.
+const checkoutStage = "_checkout"
+
+// checkout creates the container of spec, the first stage's, starts it
+// and brings the tree in as a CI job's checkout does, in one exec as the
+// contract's user: tar unpacks it from the exec's input (the tracked
+// files' names and the commit beside it), then the tree gets the .git a
+// checkout has. Without a commit to write, or without tar in the image,
+// the tree is copied in before the start instead. It reports false when
+// the exec failed.
+func (x *run) checkout(ctx context.Context, spec ContainerSpec) (Container, bool, error) {
+	x.stageStart(checkoutStage, spec.Network == NetworkHost)
+	start := x.now()
+	c, ok, err := x.checkoutIn(ctx, spec)
+	x.stageEnd(checkoutStage, ok && err == nil, start)
+	return c, ok, err
+}
+
+func (x *run) checkoutIn(ctx context.Context, spec ContainerSpec) (Container, bool, error) {
+	c, err := x.createFilled(ctx, spec)
+	if err != nil {
+		return nil, false, err
+	}
+	snap := x.in.Snapshot
+	extra := map[string][]byte{trackedName: x.inputs.sums.List()}
+	withGit := snap.Commit != "" && len(snap.CommitObject) > 0
+	if withGit {
+		extra[commitFile] = snap.CommitObject
+	}
+	src := hideDir{FS: snap.FS, dir: contract.Dir}
+	opts := repo.TarOptions{ModTime: snap.CommitTime, Prefix: "src/", Owner: x.owner(), Extra: extra}
+	// With no .git to write, a copy before the start costs less than an
+	// exec that unpacks.
+	untar := x.untar && withGit
+	if !untar {
+		if err := copyTar(ctx, c, workDir, src, opts); err != nil {
+			return nil, false, fmt.Errorf("copying the repository in: %w", err)
+		}
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, false, err
+	}
+	x.uncopied = false
+	var script []string
+	what := "the tree"
+	if untar {
+		script = append(script, "tar -x -f -")
+	}
+	if withGit {
+		script = append(script, checkoutScript)
+		what += " and a checkout's .git at " + snap.Commit
+	}
+	if len(script) == 0 {
+		return c, true, nil
+	}
+	spec2 := ExecSpec{Cmd: []string{"sh", "-e", "-c", strings.Join(script, "\n"), "sh", snap.Tree, commitFile, strconv.FormatInt(max(snap.CommitTime.Unix(), 0), 10)},
+		User: x.contract.User, Env: []string{"PATH=" + stdPath, "LANG=C.UTF-8"}, WorkDir: workDir}
+	var pr *io.PipeReader
+	if untar {
+		var pw *io.PipeWriter
+		pr, pw = io.Pipe()
+		go func() { pw.CloseWithError(repo.Tar(pw, src, opts)) }()
+		spec2.Stdin = pr
+	}
+	ref := contract.StepRef(checkoutStage, 0)
+	cp := newCapture()
+	spec2.Stdout, spec2.Stderr = cp.stdout(), cp.stderr()
+	_ = x.emit(traces.Event{Type: traces.StepStart, Stage: checkoutStage, Step: ref, Command: what})
+	stepStart := x.now()
+	res, err := c.Exec(ctx, spec2)
+	if pr != nil {
+		// Ends the writer when tar stopped reading early.
+		pr.CloseWithError(io.ErrClosedPipe)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("checkout: %w", err)
+	}
+	ok, err := x.stepEnd(checkoutStage, 1, ref, res, false, cp, stepStart, treeCheck{})
+	return c, ok, err
+}
+
+// createFilled creates a container of spec whose toolchain and CA volumes
+// are complete: when one is not (evicted, or its fill interrupted), a
+// container of the run image fills it first.
+func (x *run) createFilled(ctx context.Context, spec ContainerSpec) (Container, error) {
+	for range 2 {
+		c, err := x.engine.Create(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("creating stage container: %w", err)
+		}
+		x.containers = append(x.containers, c)
+		_ = x.writeLease()
+		var missing []fill
+		for _, f := range x.fills() {
+			if _, err := c.Stat(ctx, f.mountAt+"/"+completeMark); errors.Is(err, ErrNotFound) {
+				missing = append(missing, f)
+			} else if err != nil {
+				return nil, fmt.Errorf("checking %s volume: %w", f.what, err)
+			}
+		}
+		if len(missing) == 0 {
+			return c, nil
+		}
+		if err := x.removeContainer(ctx, c); err != nil {
+			return nil, err
+		}
+		if err := x.fillIn(ctx, missing); err != nil {
+			return nil, err
+		}
+	}
+	return nil, errors.New("creating stage container: its toolchain volumes are still incomplete after a fill")
+}
+
+// fillIn fills the volumes of missing in a container of the run image.
+func (x *run) fillIn(ctx context.Context, missing []fill) error {
+	var mounts []Mount
+	for _, f := range missing {
+		mounts = append(mounts, Mount{Volume: f.volume, Target: f.fillAt})
+	}
+	c, err := x.engine.Start(ctx, ContainerSpec{Image: x.runImage, Network: NetworkNone, Mounts: mounts, Labels: x.labels(), KeepCapabilities: true})
+	if err != nil {
+		return fmt.Errorf("starting fill container: %w", err)
+	}
+	x.containers = append(x.containers, c)
+	for _, f := range missing {
+		if err := x.ensureFilled(ctx, c, f); err != nil {
+			return err
+		}
+	}
+	return x.removeContainer(ctx, c)
+}
+
+func (x *run) removeContainer(ctx context.Context, c Container) error {
+	if err := c.Remove(context.WithoutCancel(ctx)); err != nil {
+		return err
+	}
+	x.containers = slices.DeleteFunc(x.containers, func(k Container) bool { return k == c })
+	return nil
+}
+
+// fill is a content-addressed volume every stage mounts read-only at
+// mountAt: a toolchain, or the CA bundle. A container that fills it
+// mounts it at fillAt, and the mark written last says it is complete.
+type fill struct {
+	what, volume, mountAt, fillAt string
+	copy                          func(ctx context.Context, c Container, dir string) error
+}
+
+func (x *run) fills() []fill {
+	out := x.toolFills()
+	if x.inputs.ca != nil {
+		out = append(out, fill{what: "CA bundle", volume: x.ca, mountAt: caDir, fillAt: caStage,
+			copy: func(ctx context.Context, c Container, dir string) error {
+				return c.CopyIn(ctx, dir, singleFileTar(path.Base(caFile), x.inputs.ca))
+			}})
+	}
+	return out
+}
+
+// toolFills are the toolchains' fills.
+func (x *run) toolFills() []fill {
+	var out []fill
+	for _, a := range x.artifacts {
+		at := toolRoot + "/" + a.Toolchain.Name
+		out = append(out, fill{what: "toolchain " + a.Toolchain.Name, volume: toolVolume(a.Toolchain), mountAt: at, fillAt: at,
+			copy: func(ctx context.Context, c Container, dir string) error {
+				return copyTar(ctx, c, dir, os.DirFS(a.Dir), repo.TarOptions{})
+			}})
+	}
+	return out
 }
 
 // commitFile holds the commit's raw object in the work volume until the
@@ -487,20 +710,23 @@ const commitFile = "commit.git-object"
 // HEAD the real sha, a shallow clone's one commit; otherwise (a working
 // tree with changes, the contract's directory left out, submodules absent)
 // a commit of the copy at the commit's time ($3) stands in, the same bytes
-// every time. An image without git gets no .git, as before.
+// every time. An image without git gets no .git, as before. It runs in the
+// work directory, and $2 is relative to it: the fake engine runs it on the
+// host.
 const checkoutScript = `command -v git >/dev/null || { rm -f "$2"; exit 0; }
-cd ` + srcDir + `
+commit=$PWD/$2
+cd src
 git -c init.defaultBranch=main init -q
 git add -A -f
 tree=$(git write-tree)
-if [ "$tree" = "$1" ] && head=$(git hash-object -t commit -w "$2"); then
+if [ "$tree" = "$1" ] && head=$(git hash-object -t commit -w "$commit"); then
 	echo "$head" >.git/shallow
 else
 	export GIT_AUTHOR_NAME=bootstrap GIT_AUTHOR_EMAIL=bootstrap@localhost GIT_AUTHOR_DATE="@$3 +0000"
 	export GIT_COMMITTER_NAME=bootstrap GIT_COMMITTER_EMAIL=bootstrap@localhost GIT_COMMITTER_DATE="@$3 +0000"
 	head=$(git commit-tree "$tree" -m "the replayed tree")
 fi
-rm -f "$2"
+rm -f "$commit"
 git update-ref --no-deref HEAD "$head"`
 
 // copyTar streams fsys as a tar into dir in c; the writer goroutine ends
@@ -516,22 +742,25 @@ func copyTar(ctx context.Context, c Container, dir string, fsys fs.FS, opts repo
 	return err
 }
 
-// ensureToolchain fills a's volume, mounted in c, unless it is complete.
-// Runs that share the cache directory fill it one at a time (a lock file
-// there): the second finds it complete and neither copies over the other.
-func (x *run) ensureToolchain(ctx context.Context, c Container, a Artifact) error {
-	target := toolRoot + "/" + a.Toolchain.Name
+// ensureFilled fills f's volume, mounted in c at f.fillAt, unless it is
+// complete. Runs that share the cache directory fill it one at a time (a
+// lock file there): the second finds it complete and neither copies over
+// the other.
+func (x *run) ensureFilled(ctx context.Context, c Container, f fill) error {
 	complete := func() (bool, error) {
-		res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"test", "-f", target + "/" + completeMark}, User: "root", Env: []string{"PATH=" + stdPath}})
-		if err != nil {
-			return false, fmt.Errorf("checking toolchain volume: %w", err)
+		_, err := c.Stat(ctx, f.fillAt+"/"+completeMark)
+		if errors.Is(err, ErrNotFound) {
+			return false, nil
 		}
-		return res.ExitCode == 0, nil
+		if err != nil {
+			return false, fmt.Errorf("checking %s volume: %w", f.what, err)
+		}
+		return true, nil
 	}
 	if ok, err := complete(); ok || err != nil {
 		return err
 	}
-	unlock, err := x.lock(ctx, toolVolume(a.Toolchain))
+	unlock, err := x.lock(ctx, f.volume)
 	if err != nil {
 		return err
 	}
@@ -539,7 +768,14 @@ func (x *run) ensureToolchain(ctx context.Context, c Container, a Artifact) erro
 	if ok, err := complete(); ok || err != nil {
 		return err
 	}
-	return x.fillToolchain(ctx, c, a, target)
+	if err := f.copy(ctx, c, f.fillAt); err != nil {
+		return fmt.Errorf("copying %s in: %w", f.what, err)
+	}
+	// The mark is written last so an interrupted fill is redone next time.
+	if err := c.CopyIn(ctx, f.fillAt, singleFileTar(completeMark, nil)); err != nil {
+		return fmt.Errorf("marking %s complete: %w", f.what, err)
+	}
+	return nil
 }
 
 // lock takes the cache directory's lock of name, waiting for another
@@ -573,21 +809,6 @@ func (x *run) lock(ctx context.Context, name string) (func(), error) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
-}
-
-func (x *run) fillToolchain(ctx context.Context, c Container, a Artifact, target string) error {
-	if err := copyTar(ctx, c, target, os.DirFS(a.Dir), repo.TarOptions{}); err != nil {
-		return fmt.Errorf("copying toolchain %s in: %w", a.Toolchain.Name, err)
-	}
-	// The mark is written last so an interrupted fill is redone next time.
-	res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"touch", target + "/" + completeMark}, User: "root", Env: []string{"PATH=" + stdPath}})
-	if err == nil && res.ExitCode != 0 {
-		err = fmt.Errorf("exit %d", res.ExitCode)
-	}
-	if err != nil {
-		return fmt.Errorf("marking toolchain %s complete: %w", a.Toolchain.Name, err)
-	}
-	return nil
 }
 
 // prepStep runs one setup command as root and traces it like a step.

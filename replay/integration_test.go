@@ -133,7 +133,7 @@ func TestRealCancel(t *testing.T) {
 	}
 }
 
-// recordingEngine notes the run label of every container started through it.
+// recordingEngine notes the run label of every container made through it.
 type recordingEngine struct {
 	replay.Engine
 	mu  sync.Mutex
@@ -141,13 +141,22 @@ type recordingEngine struct {
 }
 
 func (r *recordingEngine) Start(ctx context.Context, spec replay.ContainerSpec) (replay.Container, error) {
+	r.note(spec)
+	return r.Engine.Start(ctx, spec)
+}
+
+func (r *recordingEngine) Create(ctx context.Context, spec replay.ContainerSpec) (replay.Container, error) {
+	r.note(spec)
+	return r.Engine.Create(ctx, spec)
+}
+
+func (r *recordingEngine) note(spec replay.ContainerSpec) {
 	r.mu.Lock()
+	defer r.mu.Unlock()
 	if r.ids == nil {
 		r.ids = map[string]bool{}
 	}
 	r.ids[spec.Labels[replay.LabelRun]] = true
-	r.mu.Unlock()
-	return r.Engine.Start(ctx, spec)
 }
 
 func (r *recordingEngine) runs() []string {

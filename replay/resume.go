@@ -53,9 +53,6 @@ func (r *Runner) Discard(ctx context.Context, s *State) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cleanupTimeout)
 	defer cancel()
 	var errs []error
-	if s.image != "" {
-		errs = append(errs, r.engine.RemoveImage(ctx, s.image))
-	}
 	for _, v := range s.volumes {
 		errs = append(errs, r.engine.RemoveVolume(ctx, v))
 	}
@@ -82,9 +79,6 @@ func (x *run) adopt(s *State) {
 	x.stageStart(PrepareStage, true)
 	start := x.now()
 	x.runImage, x.shell, x.packages = s.image, s.shell, maps.Clone(s.packages)
-	if x.runImage == "" {
-		x.runImage = x.image.ID
-	}
 	x.volumes = append(x.volumes, s.volumes...)
 	x.work, x.ca = s.work, s.ca
 	x.mounts = x.stageMounts()
@@ -102,12 +96,9 @@ func (x *run) adopt(s *State) {
 func (x *run) handOver() *State {
 	s := &State{run: x.id, image: x.runImage, work: x.work, ca: x.ca, home: x.homeVol, cache: x.cacheVol,
 		shell: slices.Clone(x.shell), packages: maps.Clone(x.packages), setup: x.setupKey()}
-	if s.image == x.image.ID {
-		s.image = "" // the base image itself is not ours to remove
-	}
 	s.volumes = slices.Clone(x.volumes)
 	s.ownCache = slices.Contains(s.volumes, x.cacheVol)
-	x.runImage, x.volumes = x.image.ID, nil
+	x.volumes = nil
 	return s
 }
 

@@ -224,7 +224,6 @@ type StepFailure struct {
 // Kept is what a replay with WithKeep left running.
 type Kept struct {
 	Containers []string
-	Image      string
 	Volumes    []string
 	// Enter is a command that opens a shell where the replay stopped.
 	Enter string

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -176,7 +178,7 @@ func TestPassOrderNetworkEnv(t *testing.T) {
 	var stepEnv []string
 	for _, call := range e.Calls() {
 		ops = append(ops, call.Op)
-		if call.Op == "Start" {
+		if call.Op == "Start" || call.Op == "Create" {
 			nets = append(nets, call.Start.Network)
 			if call.Start.Network == replay.NetworkNone && (call.Start.KeepCapabilities || call.Start.MemoryBytes != replay.DefaultMemory || call.Start.PidsLimit != replay.DefaultPids) {
 				t.Errorf("stage container spec %+v lacks limits or keeps capabilities", call.Start)
@@ -198,7 +200,8 @@ func TestPassOrderNetworkEnv(t *testing.T) {
 	if want := []string{replay.NetworkHost, replay.NetworkHost, replay.NetworkNone}; !slices.Equal(nets, want) {
 		t.Errorf("networks of setup, fetch, verify = %v, want %v", nets, want)
 	}
-	if ops[0] != "InspectImage" || !slices.Contains(ops, "Commit") || !slices.Contains(ops, "RemoveImage") {
+	// The setup image is built once and kept for the next replay.
+	if ops[0] != "InspectImage" || !slices.Contains(ops, "Commit") || slices.Contains(ops, "RemoveImage") {
 		t.Errorf("calls %v", ops)
 	}
 	wantEnv := []string{"CI=true", "FOO=bar", "GOMODCACHE=/cache/go/mod", "GOPROXY=file:///cache/go/mod/cache/download,https://proxy.golang.org,direct", "HOME=/home/builder", "LANG=C.UTF-8", "LOGNAME=builder",
@@ -356,7 +359,7 @@ func TestStageMemoryOverridesTheDefault(t *testing.T) {
 	}
 	var mem []int64
 	for _, call := range e.Calls() {
-		if call.Op == "Start" && call.Start.Network != "" {
+		if (call.Op == "Start" || call.Op == "Create") && call.Start.Network != "" {
 			mem = append(mem, call.Start.MemoryBytes)
 		}
 	}
@@ -391,5 +394,59 @@ func TestStepOutputIsBounded(t *testing.T) {
 	}
 	if l := leaks(e); len(l) != 0 {
 		t.Errorf("left behind: %v", l)
+	}
+}
+
+// TestSetupImageKeepsPackages replays a contract with packages twice: the
+// second reuses the setup image the first built (no install, no commit)
+// and records the same package versions, read from the image's labels;
+// another package list builds an image of its own.
+func TestSetupImageKeepsPackages(t *testing.T) {
+	hook := func(ctx context.Context, c *fakeengine.Container, spec replay.ExecSpec) (replay.ExecResult, error, bool) {
+		if spec.Cmd[0] == "dpkg-query" {
+			fmt.Fprintf(spec.Stdout, "%s=12.2.0-14\n", spec.Cmd[len(spec.Cmd)-1])
+			return replay.ExecResult{}, nil, true
+		}
+		return setupHook(ctx, c, spec)
+	}
+	e, err := fakeengine.New(fakeengine.WithExecHook(hook))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	e.AddImage("scratch:test", replay.ImageInfo{ID: baseID})
+	r := replay.New(replay.WithEngine(e), replay.WithClock(fixedClock()))
+	ops := func(from int) (installs, commits int) {
+		for _, call := range e.Calls()[from:] {
+			if call.Op == "Exec" && strings.Contains(strings.Join(call.Exec.Cmd, " "), "apt-get install") {
+				installs++
+			}
+			if call.Op == "Commit" {
+				commits++
+			}
+		}
+		return
+	}
+	var records []map[string]string
+	for i, pkgs := range [][]string{{"gcc"}, {"gcc"}, {"g++"}} {
+		c := testContract("true")
+		c.SystemPackages = pkgs
+		from := len(e.Calls())
+		res, _ := run(t, r, c)
+		if res.Verdict != traces.Pass {
+			t.Fatalf("replay %d: %s %+v", i+1, res.Verdict, res.Failure)
+		}
+		records = append(records, res.Record.SystemPackages)
+		installs, commits := ops(from)
+		want := map[bool]int{true: 0, false: 1}[i == 1]
+		if installs != want || commits != want {
+			t.Errorf("replay %d: %d installs and %d commits, want %d of each", i+1, installs, commits, want)
+		}
+	}
+	if !maps.Equal(records[0], map[string]string{"gcc": "12.2.0-14"}) || !maps.Equal(records[1], records[0]) {
+		t.Errorf("recorded packages %v then %v, want gcc's version both times", records[0], records[1])
+	}
+	if !maps.Equal(records[2], map[string]string{"g++": "12.2.0-14"}) {
+		t.Errorf("recorded packages of the other list: %v", records[2])
 	}
 }

@@ -41,7 +41,7 @@ func TestServicesLifecycle(t *testing.T) {
 		sidecar := false
 		var networks []string
 		for _, call := range e.Calls() {
-			if call.Op != "Start" {
+			if call.Op != "Start" && call.Op != "Create" {
 				continue
 			}
 			if slices.Contains(call.Start.Hosts, "db:127.0.0.1") {
@@ -114,7 +114,7 @@ func TestImageServiceAbsent(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	for _, call := range e.Calls() {
-		if call.Op == "Start" {
+		if call.Op == "Start" || call.Op == "Create" {
 			t.Errorf("a container started: %+v", call.Start)
 		}
 	}

@@ -423,18 +423,30 @@ func (x *run) stage(ctx context.Context, si int, env []string) (bool, error) {
 	case x.sidecar != nil:
 		network = JoinNetwork(x.sidecar.ID())
 	}
-	x.stageStart(s.Name, s.Network)
-	start := x.now()
 	memory := x.memory
 	if s.Memory != 0 {
 		memory = int64(s.Memory) // the contract's own limit, raised by a repair
 	}
-	c, err := x.engine.Start(ctx, ContainerSpec{Image: x.runImage, Network: network, Mounts: x.mounts, Labels: x.labels(), MemoryBytes: memory, PidsLimit: x.pids})
-	if err != nil {
-		return false, fmt.Errorf("starting stage %s: %w", s.Name, err)
+	spec := ContainerSpec{Image: x.runImage, Network: network, Mounts: x.mounts, Labels: x.labels(), MemoryBytes: memory, PidsLimit: x.pids}
+	var c Container
+	if x.uncopied {
+		// The first stage's container gets the tree before it starts.
+		copied, ok, err := x.checkout(ctx, spec)
+		if err != nil || !ok {
+			return false, err
+		}
+		c = copied
 	}
-	x.containers = append(x.containers, c)
-	_ = x.writeLease()
+	x.stageStart(s.Name, s.Network)
+	start := x.now()
+	if c == nil {
+		var err error
+		if c, err = x.engine.Start(ctx, spec); err != nil {
+			return false, fmt.Errorf("starting stage %s: %w", s.Name, err)
+		}
+		x.containers = append(x.containers, c)
+		_ = x.writeLease()
+	}
 	if x.tree == nil && x.checksTree(si, 0) {
 		if err := x.baseline(ctx, c); err != nil {
 			x.stageEnd(s.Name, false, start)
@@ -558,9 +570,6 @@ func (x *run) cleanup(ctx context.Context) *Kept {
 		for _, c := range x.containers {
 			k.Containers = append(k.Containers, c.ID())
 		}
-		if x.runImage != x.image.ID {
-			k.Image = x.runImage
-		}
 		if n := len(k.Containers); n > 0 {
 			k.Enter = "docker exec -it " + k.Containers[n-1] + " bash"
 		}
@@ -574,18 +583,13 @@ func (x *run) cleanup(ctx context.Context) *Kept {
 	for _, c := range x.containers {
 		errs = append(errs, c.Remove(cctx))
 	}
-	if x.keepState && x.prepared && x.failure != nil && ctx.Err() == nil && errors.Join(errs...) == nil {
+	if x.keepState && x.prepared && !x.uncopied && x.failure != nil && ctx.Err() == nil && errors.Join(errs...) == nil {
 		// The lease still names the image and volumes, so a crash before
 		// they are resumed in or discarded leaves them to the next reaper.
 		x.kept = x.handOver()
 		return nil
 	}
-	if x.runImage != "" && x.runImage != x.image.ID {
-		errs = append(errs, x.engine.RemoveImage(cctx, x.runImage))
-	}
-	for _, v := range x.volumes {
-		errs = append(errs, x.engine.RemoveVolume(cctx, v))
-	}
+	errs = append(errs, removeVolumes(cctx, x.engine, x.volumes))
 	if err := errors.Join(errs...); err != nil {
 		// Keep the lease so the next run retries the removal.
 		_ = x.emit(traces.Event{Type: traces.ReplayEnd, Message: "cleanup incomplete: " + err.Error()})
@@ -595,12 +599,22 @@ func (x *run) cleanup(ctx context.Context) *Kept {
 	return nil
 }
 
+// removeVolumes removes the volumes at once: each is a round trip of its own.
+func removeVolumes(ctx context.Context, e Engine, names []string) error {
+	errs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, v := range names {
+		wg.Go(func() { errs[i] = e.RemoveVolume(ctx, v) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // lease records what a run in progress owns, so a later run can remove the
 // leftovers of one that was killed before its cleanup.
 type lease struct {
 	PID     int      `json:"pid"`
 	Run     string   `json:"run"`
-	Image   string   `json:"image,omitempty"`
 	Volumes []string `json:"volumes,omitempty"`
 	// Holds names the shared images and volumes the run uses (its
 	// dependency cache, toolchains, base image, a kept environment): no
@@ -612,7 +626,7 @@ type lease struct {
 // holds lists the shared objects x uses.
 func (x *run) holds() []string {
 	var h []string
-	for _, n := range []string{x.image.ID, x.cacheVol, x.envImage, x.work, x.homeVol, x.ca} {
+	for _, n := range []string{x.image.ID, x.runImage, x.cacheVol, x.work, x.homeVol, x.ca} {
 		if n != "" && !slices.Contains(x.volumes, n) && !slices.Contains(h, n) {
 			h = append(h, n)
 		}
@@ -638,7 +652,7 @@ func Held(cacheDir string) (map[string]bool, error) {
 		if err != nil || json.Unmarshal(b, &l) != nil || !alive(l.PID) {
 			continue
 		}
-		for _, n := range append(append(l.Holds, l.Volumes...), l.Image) {
+		for _, n := range append(l.Holds, l.Volumes...) {
 			if n != "" {
 				held[n] = true
 			}
@@ -656,10 +670,6 @@ func (x *run) writeLease() error {
 		return nil
 	}
 	l := lease{PID: os.Getpid(), Run: x.id, Volumes: x.volumes, Holds: x.holds()}
-	if x.runImage != x.image.ID && x.runImage != x.envImage {
-		// Its own, which a reaper removes; a kept environment's is held.
-		l.Image = x.runImage
-	}
 	b, err := json.Marshal(l)
 	if err != nil {
 		return fmt.Errorf("writing run lease: %w", err)
@@ -693,9 +703,6 @@ func (x *run) reapLeftovers(ctx context.Context) {
 		errs = append(errs, err)
 		for _, id := range ids {
 			errs = append(errs, x.engine.RemoveContainer(ctx, id))
-		}
-		if l.Image != "" {
-			errs = append(errs, x.engine.RemoveImage(ctx, l.Image))
 		}
 		for _, v := range l.Volumes {
 			errs = append(errs, x.engine.RemoveVolume(ctx, v))

@@ -25,33 +25,24 @@ func (s stubToolchains) Fetch(_ context.Context, tc contract.Toolchain) (replay.
 }
 
 // TestConcurrentRunsFillAToolchainOnce replays two contracts pinning the
-// same toolchain at once, sharing a cache directory: the toolchain volume
-// is filled by one of them, and the other finds it complete.
+// same toolchain at once, sharing a cache directory, with setup images of
+// their own (their packages differ): both reach the fill before either
+// makes it, one fills the toolchain volume and the other finds it
+// complete.
 func TestConcurrentRunsFillAToolchainOnce(t *testing.T) {
-	var fills, looked atomic.Int32
-	var complete atomic.Bool
-	bothLooked := make(chan struct{})
+	var reached atomic.Int32
+	bothReached := make(chan struct{})
 	hook := func(ctx context.Context, c *fakeengine.Container, spec replay.ExecSpec) (replay.ExecResult, error, bool) {
-		cmd := strings.Join(spec.Cmd, " ")
-		switch {
-		case strings.HasPrefix(cmd, "test -f /opt/bootstrap/go/"):
-			// Both look before either fills: what orders them after is
-			// what the test is about.
-			if looked.Add(1) == 2 {
-				close(bothLooked)
+		if strings.HasPrefix(strings.Join(spec.Cmd, " "), "dpkg-query") {
+			// The last setup command before the fills: what orders the
+			// two after it is what the test is about.
+			if reached.Add(1) == 2 {
+				close(bothReached)
 			}
 			select {
-			case <-bothLooked:
+			case <-bothReached:
 			case <-time.After(5 * time.Second):
 			}
-			if complete.Load() {
-				return replay.ExecResult{}, nil, true
-			}
-			return replay.ExecResult{ExitCode: 1}, nil, true
-		case strings.HasPrefix(cmd, "touch /opt/bootstrap/go/"):
-			fills.Add(1)
-			complete.Store(true)
-			return replay.ExecResult{}, nil, true
 		}
 		return setupHook(ctx, c, spec)
 	}
@@ -74,6 +65,7 @@ func TestConcurrentRunsFillAToolchainOnce(t *testing.T) {
 			c := testContract("true")
 			c.Toolchains = []contract.Toolchain{{Name: "go", Version: "1.22.12", Source: "golang.org/toolchain@v0.0.1-go1.22.12.linux-amd64"}}
 			c.Env["RUN"] = string(rune('a' + i))
+			c.SystemPackages = []string{"pkg-" + string(rune('a'+i))}
 			res, err := replay.New(replay.WithEngine(e), replay.WithCacheDir(cache), replay.WithToolchains(stubToolchains{tool})).
 				Run(context.Background(), replay.Input{Contract: c, Snapshot: snapshot(), OutDir: t.TempDir()})
 			if err != nil || res.Verdict != traces.Pass {
@@ -82,7 +74,17 @@ func TestConcurrentRunsFillAToolchainOnce(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	if n := fills.Load(); n != 1 {
-		t.Fatalf("the toolchain volume was filled %d times, want once", n)
+	if n := reached.Load(); n != 2 {
+		t.Fatalf("%d setups reached the fill, want both", n)
+	}
+	// A fill is two copies: the toolchain, then the mark.
+	fills := 0
+	for _, call := range e.Calls() {
+		if call.Op == "CopyIn" && call.Dir == "/opt/bootstrap/go" {
+			fills++
+		}
+	}
+	if fills != 2 {
+		t.Fatalf("%d copies into the toolchain volume, want one fill (two)", fills)
 	}
 }

@@ -18,13 +18,13 @@ func TestHeldReadsLiveLeasesOnly(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	write("live", lease{PID: os.Getpid(), Run: "live", Image: "img-own", Volumes: []string{"vol-own"}, Holds: []string{"bootstrap-cache-x", "bootstrap-tc-go-y"}})
+	write("live", lease{PID: os.Getpid(), Run: "live", Volumes: []string{"vol-own"}, Holds: []string{"sha256:setup", "bootstrap-cache-x", "bootstrap-tc-go-y"}})
 	write("dead", lease{PID: 1 << 30, Run: "dead", Holds: []string{"bootstrap-cache-dead"}})
 	held, err := Held(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, n := range []string{"img-own", "vol-own", "bootstrap-cache-x", "bootstrap-tc-go-y"} {
+	for _, n := range []string{"sha256:setup", "vol-own", "bootstrap-cache-x", "bootstrap-tc-go-y"} {
 		if !held[n] {
 			t.Errorf("%s: not held, but a live run's lease names it", n)
 		}

@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -16,8 +19,13 @@ type TarOptions struct {
 	// Prefix, when set, is prepended to every path ("src/" puts the tree under src).
 	Prefix string
 	// Owner is every entry's uid and gid (0: root's); an engine that
-	// extracts the archive gives the files to that account.
+	// extracts the archive gives the files to that account. With a Prefix,
+	// the prefix's own directory comes first and is the owner's too.
 	Owner int
+	// Extra are files written after the tree at the archive's root (not
+	// under Prefix), in name order: one copy brings the tree and what
+	// goes beside it.
+	Extra map[string][]byte
 }
 
 // Tar writes fsys as a deterministic tar: paths sorted, one fixed mtime,
@@ -48,6 +56,12 @@ func Tar(w io.Writer, fsys fs.FS, opts TarOptions) error {
 		mtime = opts.ModTime.UTC()
 	}
 	tw := tar.NewWriter(w)
+	if dir := strings.TrimSuffix(opts.Prefix, "/"); dir != "" && strings.HasSuffix(opts.Prefix, "/") {
+		hdr := &tar.Header{Name: dir + "/", Typeflag: tar.TypeDir, Mode: 0o755, ModTime: mtime, Format: tar.FormatPAX, Uid: opts.Owner, Gid: opts.Owner}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("writing %q: %w", dir, err)
+		}
+	}
 	for _, it := range items {
 		hdr := &tar.Header{Name: opts.Prefix + it.name, ModTime: mtime, Format: tar.FormatPAX, Uid: opts.Owner, Gid: opts.Owner}
 		switch {
@@ -70,6 +84,16 @@ func Tar(w io.Writer, fsys fs.FS, opts TarOptions) error {
 		}
 		if err := tw.WriteHeader(hdr); err != nil {
 			return fmt.Errorf("writing %q: %w", it.name, err)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(opts.Extra)) {
+		data := opts.Extra[name]
+		hdr := &tar.Header{Name: name, Typeflag: tar.TypeReg, Mode: 0o644, Size: int64(len(data)), ModTime: mtime, Format: tar.FormatPAX, Uid: opts.Owner, Gid: opts.Owner}
+		if err := tw.WriteHeader(hdr); err != nil {
+			return fmt.Errorf("writing %q: %w", name, err)
+		}
+		if _, err := tw.Write(data); err != nil {
+			return fmt.Errorf("writing %q: %w", name, err)
 		}
 	}
 	if err := tw.Close(); err != nil {

@@ -97,6 +97,15 @@ func (f *freshHomes) RemoveVolume(ctx context.Context, name string) error {
 }
 
 func (f *freshHomes) Start(ctx context.Context, spec replay.ContainerSpec) (replay.Container, error) {
+	return f.Engine.Start(ctx, f.spec(spec))
+}
+
+func (f *freshHomes) Create(ctx context.Context, spec replay.ContainerSpec) (replay.Container, error) {
+	return f.Engine.Create(ctx, f.spec(spec))
+}
+
+// spec renames the dependency caches spec mounts and notes its run.
+func (f *freshHomes) spec(spec replay.ContainerSpec) replay.ContainerSpec {
 	spec.Mounts = slices.Clone(spec.Mounts)
 	for i := range spec.Mounts {
 		spec.Mounts[i].Volume = f.rename(spec.Mounts[i].Volume)
@@ -108,7 +117,7 @@ func (f *freshHomes) Start(ctx context.Context, spec replay.ContainerSpec) (repl
 		}
 		f.mu.Unlock()
 	}
-	return f.Engine.Start(ctx, spec)
+	return spec
 }
 
 func (f *freshHomes) remove() error {

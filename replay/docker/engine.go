@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"regexp"
 	"slices"
@@ -224,6 +225,22 @@ func (e *Engine) RemoveVolume(ctx context.Context, name string) error {
 // Start implements replay.Engine. Volumes a mount names are created first
 // with the managed label, rather than implicitly and unlabelled by Docker.
 func (e *Engine) Start(ctx context.Context, spec replay.ContainerSpec) (replay.Container, error) {
+	c, err := e.create(ctx, spec)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(ctx); err != nil {
+		return nil, errors.Join(err, e.RemoveContainer(ctx, c.id))
+	}
+	return c, nil
+}
+
+// Create implements replay.Engine.
+func (e *Engine) Create(ctx context.Context, spec replay.ContainerSpec) (replay.Container, error) {
+	return e.create(ctx, spec)
+}
+
+func (e *Engine) create(ctx context.Context, spec replay.ContainerSpec) (*Container, error) {
 	if err := replay.CheckNetwork(spec.Network); err != nil {
 		return nil, fmt.Errorf("starting container: %w", err)
 	}
@@ -268,10 +285,10 @@ func (e *Engine) Start(ctx context.Context, spec replay.ContainerSpec) (replay.C
 		host.Init = &yes
 	}
 	for _, m := range spec.Mounts {
-		if _, err := e.EnsureVolume(ctx, m.Volume, nil); err != nil {
-			return nil, fmt.Errorf("starting container: %w", err)
-		}
-		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: m.Volume, Target: m.Target, ReadOnly: m.ReadOnly})
+		// A volume the create makes (none made it before) is labelled as
+		// EnsureVolume labels it, without a round trip per mount.
+		host.Mounts = append(host.Mounts, mount.Mount{Type: mount.TypeVolume, Source: m.Volume, Target: m.Target, ReadOnly: m.ReadOnly,
+			VolumeOptions: &mount.VolumeOptions{Labels: managed(nil)}})
 	}
 	created, err := e.cli.ContainerCreate(ctx, cfg, host, nil, nil, "")
 	if err != nil {
@@ -280,11 +297,7 @@ func (e *Engine) Start(ctx context.Context, spec replay.ContainerSpec) (replay.C
 		}
 		return nil, fmt.Errorf("creating container from %q: %w", spec.Image, err)
 	}
-	if err := e.cli.ContainerStart(ctx, created.ID, container.StartOptions{}); err != nil {
-		rmErr := e.RemoveContainer(ctx, created.ID)
-		return nil, errors.Join(fmt.Errorf("starting container from %q: %w", spec.Image, err), rmErr)
-	}
-	return &Container{engine: e, id: created.ID}, nil
+	return &Container{engine: e, id: created.ID, image: spec.Image}, nil
 }
 
 // initAvailable asks the daemon once whether it has an init binary.
@@ -350,6 +363,7 @@ func (e *Engine) waitGone(ctx context.Context, id string) error {
 type Container struct {
 	engine *Engine
 	id     string
+	image  string // what it was created from, for errors
 }
 
 // ID implements replay.Container.
@@ -519,6 +533,26 @@ const secretsScript = `while IFS= read -r kv && [ -n "$kv" ]; do export "$kv"; d
 
 var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
+// Start implements replay.Container.
+func (c *Container) Start(ctx context.Context) error {
+	if err := c.engine.cli.ContainerStart(ctx, c.id, container.StartOptions{}); err != nil {
+		return fmt.Errorf("starting container from %q: %w", c.image, err)
+	}
+	return nil
+}
+
+// Stat implements replay.Container.
+func (c *Container) Stat(ctx context.Context, path string) (fs.FileMode, error) {
+	st, err := c.engine.cli.ContainerStatPath(ctx, c.id, path)
+	if client.IsErrNotFound(err) {
+		return 0, fmt.Errorf("%s in container %s: %w", path, short(c.id), replay.ErrNotFound)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stat %s in container %s: %w", path, short(c.id), err)
+	}
+	return st.Mode, nil
+}
+
 // CopyIn implements replay.Container.
 func (c *Container) CopyIn(ctx context.Context, dir string, tar io.Reader) error {
 	if err := c.engine.cli.CopyToContainer(ctx, c.id, dir, tar, container.CopyToContainerOptions{}); err != nil {
@@ -528,8 +562,10 @@ func (c *Container) CopyIn(ctx context.Context, dir string, tar io.Reader) error
 }
 
 // Commit implements replay.Container.
-func (c *Container) Commit(ctx context.Context, ref string) (string, error) {
-	resp, err := c.engine.cli.ContainerCommit(ctx, c.id, container.CommitOptions{Reference: ref})
+func (c *Container) Commit(ctx context.Context, ref string, labels map[string]string) (string, error) {
+	// The engine fills in what the config leaves out from the container's
+	// own, its labels too, except those named here.
+	resp, err := c.engine.cli.ContainerCommit(ctx, c.id, container.CommitOptions{Reference: ref, Config: &container.Config{Labels: managed(labels)}})
 	if err != nil {
 		return "", fmt.Errorf("committing container %s as %q: %w", short(c.id), ref, err)
 	}

@@ -64,6 +64,7 @@ func Run(t *testing.T, engine replay.Engine, caps Capabilities) {
 	t.Run("WorkDirAndCopyIn", s.workDirAndCopyIn)
 	t.Run("SharedVolume", s.sharedVolume)
 	t.Run("Commit", s.commit)
+	t.Run("CreateCopyStart", s.createCopyStart)
 	t.Run("LoadImage", s.loadImage)
 	t.Run("Timeout", s.timeout)
 	t.Run("RemoveLeavesNothing", s.removeLeavesNothing)
@@ -320,7 +321,7 @@ func (s *suite) commit(t *testing.T) {
 		t.Fatalf("writing: exit %d, stderr %q", o.res.ExitCode, o.stderr)
 	}
 	ref := unique("img") + ":test"
-	id, err := c.Commit(ctxFor(t), ref)
+	id, err := c.Commit(ctxFor(t), ref, map[string]string{"dev.bootstrap.test": "committed"})
 	if err != nil {
 		t.Fatalf("Commit: %v", err)
 	}
@@ -333,10 +334,70 @@ func (s *suite) commit(t *testing.T) {
 	if err != nil || info.ID != id {
 		t.Fatalf("InspectImage(%q) = %+v, %v; want ID %s", ref, info, err, id)
 	}
+	if info.Labels["dev.bootstrap.test"] != "committed" {
+		t.Errorf("committed image labels %v, want the commit's", info.Labels)
+	}
 	d := s.start(t, replay.ContainerSpec{Image: ref})
 	o = run(t, d, replay.ExecSpec{Cmd: sh("cat marker"), Env: stdEnv, WorkDir: "/"})
 	if o.stdout != "committed\n" {
 		t.Errorf("container of the committed image reads %q, stderr %q", o.stdout, o.stderr)
+	}
+}
+
+// createCopyStart creates a container without starting it: a copy into
+// its volume and a Stat there work before Start, an exec does not, and an
+// empty volume takes what the image has at its mount point. (Paths in
+// scripts are relative: the fake runs them on the host.)
+func (s *suite) createCopyStart(t *testing.T) {
+	seed := s.start(t, replay.ContainerSpec{})
+	if o := run(t, seed, replay.ExecSpec{Cmd: sh("mkdir seed && echo seeded > seed/f"), Env: stdEnv, WorkDir: "/"}); o.res.ExitCode != 0 {
+		t.Fatalf("seeding: exit %d, stderr %q", o.res.ExitCode, o.stderr)
+	}
+	ref := unique("img") + ":seed"
+	if _, err := seed.Commit(ctxFor(t), ref, nil); err != nil {
+		t.Fatalf("Commit: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.engine.RemoveImage(context.Background(), ref); err != nil {
+			t.Errorf("RemoveImage: %v", err)
+		}
+	})
+	work, empty := s.volume(t), s.volume(t)
+	filler := s.start(t, replay.ContainerSpec{Mounts: []replay.Mount{{Volume: work, Target: "/work"}}})
+	if o := run(t, filler, replay.ExecSpec{Cmd: sh("echo there > mark"), Env: stdEnv, WorkDir: "/work"}); o.res.ExitCode != 0 {
+		t.Fatalf("filling: exit %d, stderr %q", o.res.ExitCode, o.stderr)
+	}
+	c, err := s.engine.Create(ctxFor(t), replay.ContainerSpec{Image: ref, Network: replay.NetworkNone,
+		Mounts: []replay.Mount{{Volume: work, Target: "/work", ReadOnly: true}, {Volume: empty, Target: "/seed"}}})
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := s.engine.RemoveContainer(context.Background(), c.ID()); err != nil {
+			t.Errorf("RemoveContainer: %v", err)
+		}
+	})
+	if _, err := c.Stat(ctxFor(t), "/work/mark"); err != nil {
+		t.Errorf("Stat of a file in a read-only volume before Start: %v", err)
+	}
+	if _, err := c.Stat(ctxFor(t), "/work/nothing"); !errors.Is(err, replay.ErrNotFound) {
+		t.Errorf("Stat of a missing file: %v, want ErrNotFound", err)
+	}
+	if mode, err := c.Stat(ctxFor(t), "/seed"); err != nil || !mode.IsDir() {
+		t.Errorf("Stat of the mount point: %v, %v; want a directory", mode, err)
+	}
+	if err := c.CopyIn(ctxFor(t), "/seed", tarOf(t, map[string]string{"copied": "before start\n"})); err != nil {
+		t.Fatalf("CopyIn before Start: %v", err)
+	}
+	if _, err := c.Exec(ctxFor(t), replay.ExecSpec{Cmd: []string{"true"}, Env: stdEnv}); err == nil {
+		t.Error("Exec before Start: no error")
+	}
+	if err := c.Start(ctxFor(t)); err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+	o := run(t, c, replay.ExecSpec{Cmd: sh("cat seed/f seed/copied work/mark"), Env: stdEnv, WorkDir: "/"})
+	if o.stdout != "seeded\nbefore start\nthere\n" {
+		t.Errorf("after Start: stdout %q, stderr %q; want the image's file in the empty volume, the copy and the other volume's file", o.stdout, o.stderr)
 	}
 }
 
