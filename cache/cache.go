@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -168,8 +169,16 @@ func hostEntries(cacheDir string) ([]Entry, error) {
 		}
 		for _, p := range paths {
 			size, last, err := du(p)
+			if errors.Is(err, fs.ErrNotExist) {
+				continue // removed while it was listed
+			}
 			if err != nil {
 				return err
+			}
+			if strings.HasPrefix(filepath.Base(p), ".tmp-") && time.Since(last) < runGrace {
+				// A download in progress is its writer's; one a crash
+				// left is a leftover once the grace has passed.
+				continue
 			}
 			rel, _ := filepath.Rel(cacheDir, p)
 			out = append(out, Entry{Kind: kind, Key: filepath.ToSlash(rel), Size: size, LastUse: last, files: []string{p}})
@@ -284,7 +293,7 @@ func Remove(ctx context.Context, e Engine, cacheDir string, en Entry) error {
 		replay.Forget(cacheDir, v)
 	}
 	for _, f := range en.files {
-		if err := os.RemoveAll(f); err != nil {
+		if err := removeAtOnce(f); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -292,6 +301,21 @@ func Remove(ctx context.Context, e Engine, cacheDir string, en Entry) error {
 		return fmt.Errorf("removing %s %s: %w", en.Kind, en.Key, err)
 	}
 	return nil
+}
+
+// removeAtOnce renames p out of the way before removing it: a run that
+// looks for a download while it goes finds it whole or not at all (and
+// fetches it again), never half removed. A trash left by a crash is an
+// entry of its own that the next prune removes.
+func removeAtOnce(p string) error {
+	trash := filepath.Join(filepath.Dir(p), ".trash-"+filepath.Base(p)+"-"+strconv.Itoa(os.Getpid()))
+	if err := os.Rename(p, trash); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	return os.RemoveAll(trash)
 }
 
 // Prune lists, chooses by p and removes; an entry a live run came to hold

@@ -1,6 +1,9 @@
 package cache
 
 import (
+	"os"
+	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 )
@@ -70,5 +73,60 @@ func TestHeldDownload(t *testing.T) {
 		if got := tc.en.heldBy(held); got != tc.want {
 			t.Errorf("%+v held: %v, want %v", tc.en, got, tc.want)
 		}
+	}
+}
+
+// TestRemoveAtOnce: a download being removed is never seen half there: it
+// is renamed away first, so its path is whole or gone.
+func TestRemoveAtOnce(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "toolchains", "go", "h1-abc")
+	if err := os.MkdirAll(filepath.Join(dir, "bin"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "bin", "go"), []byte("x"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeAtOnce(dir); err != nil {
+		t.Fatal(err)
+	}
+	left, _ := os.ReadDir(filepath.Dir(dir))
+	if len(left) != 0 {
+		t.Errorf("left beside it: %v", left)
+	}
+	if err := removeAtOnce(dir); err != nil {
+		t.Errorf("removing what is gone: %v", err)
+	}
+}
+
+// TestHostEntriesSkipDownloadsInProgress: a fetcher's temporary directory
+// is its writer's until the grace has passed; a finished download is an
+// entry.
+func TestHostEntriesSkipDownloadsInProgress(t *testing.T) {
+	dir := t.TempDir()
+	for _, d := range []string{"toolchains/go/.tmp-123", "toolchains/go/h1-abc", "toolchains/go/.tmp-old"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, d, "module.zip"), []byte("zip"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	old := time.Now().Add(-2 * runGrace)
+	if err := os.Chtimes(filepath.Join(dir, "toolchains/go/.tmp-old/module.zip"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(filepath.Join(dir, "toolchains/go/.tmp-old"), old, old); err != nil {
+		t.Fatal(err)
+	}
+	got, err := hostEntries(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keys []string
+	for _, e := range got {
+		keys = append(keys, e.Key)
+	}
+	if want := []string{"toolchains/go/.tmp-old", "toolchains/go/h1-abc"}; !slices.Equal(keys, want) {
+		t.Errorf("entries %v, want %v", keys, want)
 	}
 }

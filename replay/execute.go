@@ -148,7 +148,7 @@ func (x *run) execute(ctx context.Context) (res *Result, err error) {
 	if err := x.resolveImage(ctx); err != nil {
 		return nil, x.abort(err)
 	}
-	if err := x.fetchToolchains(ctx); err != nil {
+	if err := x.holdToolchains(ctx); err != nil {
 		return nil, x.abort(err)
 	}
 	ok := true
@@ -287,6 +287,26 @@ func (x *run) fetchToolchains(ctx context.Context) error {
 		x.artifacts = append(x.artifacts, a)
 	}
 	return nil
+}
+
+// holdToolchains fetches the toolchains and holds their downloads and
+// volumes in the run's lease: an eviction beside this run leaves them
+// alone from then on. One that took a download between the fetch and the
+// lease (it finds it whole or not at all) is fetched again.
+func (x *run) holdToolchains(ctx context.Context) error {
+	for range 3 {
+		x.artifacts = nil
+		if err := x.fetchToolchains(ctx); err != nil {
+			return err
+		}
+		if err := x.writeLease(); err != nil {
+			return err
+		}
+		if !slices.ContainsFunc(x.artifacts, func(a Artifact) bool { _, err := os.Stat(a.Dir); return err != nil }) {
+			return nil
+		}
+	}
+	return errors.New("fetching toolchains: their downloads were evicted as they were fetched, three times")
 }
 
 func toolVolume(tc contract.Toolchain) string {

@@ -661,6 +661,26 @@ func Held(cacheDir string) (map[string]bool, error) {
 	return held, nil
 }
 
+// OtherProcesses counts the live processes other than this one with runs
+// in cacheDir: the eval jobs beside it, each adding to the cache while it
+// runs.
+func OtherProcesses(cacheDir string) (int, error) {
+	files, err := filepath.Glob(filepath.Join(cacheDir, "runs", "*.json"))
+	if err != nil {
+		return 0, err
+	}
+	pids := map[int]bool{}
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		var l lease
+		if err != nil || json.Unmarshal(b, &l) != nil || l.PID == os.Getpid() || !alive(l.PID) {
+			continue
+		}
+		pids[l.PID] = true
+	}
+	return len(pids), nil
+}
+
 func (x *run) leasePath(id string) string {
 	return filepath.Join(x.cacheDir, "runs", id+".json")
 }

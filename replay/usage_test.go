@@ -3,6 +3,7 @@ package replay
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -52,5 +53,32 @@ func TestLedger(t *testing.T) {
 	Forget(dir, "sha256:img")
 	if uses, _ := Uses(dir); len(uses) != 1 {
 		t.Fatalf("after Forget: %+v", uses)
+	}
+}
+
+func TestOtherProcesses(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "runs"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	other := exec.Command("sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = other.Process.Kill(); _ = other.Wait() })
+	for name, l := range map[string]lease{
+		"own-a":   {PID: os.Getpid(), Run: "own-a"},
+		"own-b":   {PID: os.Getpid(), Run: "own-b"},
+		"other-a": {PID: other.Process.Pid, Run: "other-a"},
+		"other-b": {PID: other.Process.Pid, Run: "other-b"},
+		"dead":    {PID: 1 << 30, Run: "dead"},
+	} {
+		b, _ := json.Marshal(l)
+		if err := os.WriteFile(filepath.Join(dir, "runs", name+".json"), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := OtherProcesses(dir); err != nil || n != 1 {
+		t.Fatalf("OtherProcesses = %d, %v; want 1 (one live process besides this one, two runs of its own, one dead)", n, err)
 	}
 }

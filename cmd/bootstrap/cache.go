@@ -21,7 +21,7 @@ func newCache() *cobra.Command {
 		Use:   "cache [--json]",
 		Short: "List what bootstrap keeps between runs, with sizes and last use",
 		Long: `cache lists everything bootstrap keeps between runs: dependency-cache,
-toolchain and environment volumes, run and base images (labelled as bootstrap's,
+toolchain and environment volumes, setup, run and base images (labelled as bootstrap's,
 nothing else of the engine is touched), and under the cache directory the
 verdict cache, downloaded toolchains, the Debian index and LLM responses: kind,
 key, size, last use, the contracts that used it, and whether a live run holds

@@ -69,14 +69,19 @@ func (f *replayFlags) cacheBudget() (int64, error) {
 }
 
 // evictor keeps the cache under budget: before each run it evicts down to
-// half of it, leaving the other half for what the run adds (a dependency
-// cache, a work tree), so the peak stays under the budget for any run that
-// needs less than that. Each eviction is logged with its time cost to
+// an equal share of it, leaving a share for what each live process adds (a
+// dependency cache, a work tree): half of it when it runs alone, a third
+// beside one eval job, so the peak stays under the budget for runs that each
+// need less than their share. Each eviction is logged with its time cost to
 // cacheDir/evictions.jsonl.
 func evictor(cmd *cobra.Command, e cache.Engine, dir string, budget int64) func(context.Context) error {
 	return func(ctx context.Context) error {
 		start := time.Now()
-		removed, err := cache.Prune(ctx, e, dir, cache.Policy{MaxSize: budget / 2, Now: start})
+		others, err := replay.OtherProcesses(dir)
+		if err != nil {
+			return err
+		}
+		removed, err := cache.Prune(ctx, e, dir, cache.Policy{MaxSize: budget / int64(others+2), Now: start})
 		if len(removed) > 0 {
 			took := time.Since(start)
 			fmt.Fprintf(progressTo(cmd), "cache: evicted %d entries (%s) in %s to stay under %s\n", len(removed), units.HumanSize(float64(cache.Total(removed))), took.Round(time.Millisecond), units.HumanSize(float64(budget)))
