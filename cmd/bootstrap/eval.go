@@ -235,8 +235,10 @@ func isolated(exe string, flags []string, stderr io.Writer) eval.Synthesize {
 		c.Stdout, c.Stderr = io.Discard, io.MultiWriter(stderr, &tail)
 		runErr := c.Run()
 		sum, readErr := readSummary(filepath.Join(dir, contract.Dir, synth.RunsDir, "synth.json"))
+		// Exit 0 or 1 is synth's own ending, verified or not, even when an
+		// interrupt came as it ended (Wait then reports the cancellation).
 		code := c.ProcessState.ExitCode()
-		if runErr != nil && code != exitFail {
+		if runErr != nil && code != exitOK && code != exitFail {
 			what := fmt.Sprintf("synth exited with %v", runErr)
 			if code == 2 {
 				what += " (a crash: out of memory, or a Go runtime error)"
