@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -353,35 +354,42 @@ func (x *run) stageMounts() []Mount {
 // setup image exists starts one container less and commits none.
 func (x *run) prepare(ctx context.Context) (bool, error) {
 	lbl := x.labels()
-	work := "bootstrap-work-" + x.id
-	if _, err := x.engine.EnsureVolume(ctx, work, lbl); err != nil {
-		return false, fmt.Errorf("creating work volume: %w", err)
-	}
-	x.volumes = append(x.volumes, work)
-	x.work = work
-	x.homeVol = "bootstrap-home-" + x.id
-	if _, err := x.engine.EnsureVolume(ctx, x.homeVol, lbl); err != nil {
-		return false, fmt.Errorf("creating home volume: %w", err)
-	}
-	x.volumes = append(x.volumes, x.homeVol)
+	x.work, x.homeVol = "bootstrap-work-"+x.id, "bootstrap-home-"+x.id
+	x.volumes = append(x.volumes, x.work, x.homeVol)
 	x.cacheVol = "bootstrap-cache-" + x.homeKey()
 	if x.noCache || x.in.Clean {
 		x.cacheVol = "bootstrap-cache-" + x.id
 		x.volumes = append(x.volumes, x.cacheVol)
 	}
-	created, err := x.engine.EnsureVolume(ctx, x.cacheVol, map[string]string{LabelRole: RoleDependencyCache})
-	if err != nil {
-		return false, fmt.Errorf("creating dependency cache volume: %w", err)
-	}
-	x.homeReuse = map[bool]string{true: CacheMiss, false: CacheHit}[created]
 	if x.inputs.ca != nil {
 		x.ca = "bootstrap-ca-" + shortHash(x.inputs.caDigest)
 	}
-	for _, f := range x.fills() {
-		if _, err := x.engine.EnsureVolume(ctx, f.volume, map[string]string{LabelRole: RoleToolchain}); err != nil {
-			return false, fmt.Errorf("creating %s volume: %w", f.what, err)
-		}
+	// Named in the lease before they exist, so a reaper finds what a
+	// crash left; made at once, each a round trip of its own.
+	_ = x.writeLease()
+	type want struct {
+		name, what string
+		labels     map[string]string
 	}
+	wants := []want{{x.work, "work", lbl}, {x.homeVol, "home", lbl}, {x.cacheVol, "dependency cache", map[string]string{LabelRole: RoleDependencyCache}}}
+	for _, f := range x.fills() {
+		wants = append(wants, want{f.volume, f.what, map[string]string{LabelRole: RoleToolchain}})
+	}
+	created := make([]bool, len(wants))
+	errs := make([]error, len(wants))
+	var wg sync.WaitGroup
+	for i, w := range wants {
+		wg.Go(func() {
+			if created[i], errs[i] = x.engine.EnsureVolume(ctx, w.name, w.labels); errs[i] != nil {
+				errs[i] = fmt.Errorf("creating %s volume: %w", w.what, errs[i])
+			}
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return false, err
+	}
+	x.homeReuse = map[bool]string{true: CacheMiss, false: CacheHit}[created[2]]
 	x.mounts = x.stageMounts()
 	x.tree = x.inputs.sums
 	_ = x.writeLease()

@@ -436,7 +436,9 @@ func (c *Container) Exec(ctx context.Context, spec replay.ExecSpec) (replay.Exec
 		return replay.ExecResult{}, c.ctxErr(ctx, fmt.Errorf("reading output of %q in container %s: %w", spec.Cmd[0], short(c.id), err))
 	}
 	res := replay.ExecResult{Duration: time.Since(start)}
-	// The stream can end a moment before the daemon records the exit code.
+	// The stream can end a moment before the daemon records the exit code:
+	// a millisecond or two, so the first waits are short.
+	wait := time.Millisecond
 	for {
 		ins, err := cli.ContainerExecInspect(ctx, created.ID)
 		if err != nil {
@@ -449,8 +451,9 @@ func (c *Container) Exec(ctx context.Context, spec replay.ExecSpec) (replay.Exec
 		select {
 		case <-ctx.Done():
 			return res, c.ctxErr(ctx, ctx.Err())
-		case <-time.After(10 * time.Millisecond):
+		case <-time.After(wait):
 		}
+		wait = min(2*wait, 10*time.Millisecond)
 	}
 	if res.ExitCode != 0 {
 		oom, err := c.oomKilled(ctx, res.ExitCode)

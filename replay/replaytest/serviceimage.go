@@ -57,7 +57,7 @@ func main() {
 `
 
 // ServiceImage builds a service image and loads it into engine as ref,
-// removed when the test ends: a static program at /serve, the entrypoint,
+// untagged when the test ends: a static program at /serve, the entrypoint,
 // with the command "serve" and the env GREETING=image (see serverSource).
 // It returns the image ID, which pins it.
 func ServiceImage(t testing.TB, engine replay.Engine, ref string) string {
@@ -116,8 +116,11 @@ func ServiceImage(t testing.TB, engine replay.Engine, ref string) string {
 	if err := engine.LoadImage(ctx, archive); err != nil {
 		t.Fatalf("loading the service image: %v", err)
 	}
+	// By its reference: the image's ID is the same for every build, and a
+	// test of another package may hold it under a reference of its own
+	// meanwhile; the engine removes the image with its last reference.
 	t.Cleanup(func() {
-		if err := engine.RemoveImage(context.Background(), id); err != nil && !errors.Is(err, replay.ErrNotFound) {
+		if err := engine.RemoveImage(context.Background(), ref); err != nil && !errors.Is(err, replay.ErrNotFound) {
 			t.Errorf("RemoveImage: %v", err)
 		}
 	})
