@@ -392,11 +392,11 @@ func (x *run) prepare(ctx context.Context) (bool, error) {
 	x.homeReuse = map[bool]string{true: CacheMiss, false: CacheHit}[created[2]]
 	x.mounts = x.stageMounts()
 	x.tree = x.inputs.sums
-	_ = x.writeLease()
 
-	ref := "bootstrap-setup:" + x.setupImageKey()
+	key := x.setupImageKey()
+	ref := "bootstrap-setup:" + key
 	// One build of a key at a time: the second finds the first's image.
-	unlock, err := x.lock(ctx, "setup-"+x.setupImageKey())
+	unlock, err := x.lock(ctx, "setup-"+key)
 	if err != nil {
 		return false, err
 	}
@@ -546,10 +546,9 @@ func (x *run) buildSetup(ctx context.Context, ref string) (bool, error) {
 		return false, fmt.Errorf("committing the setup image: %w", err)
 	}
 	if !x.keep {
-		if err := c.Remove(ctx); err != nil {
+		if err := x.removeContainer(ctx, c); err != nil {
 			return false, fmt.Errorf("removing setup container: %w", err)
 		}
-		x.containers = slices.DeleteFunc(x.containers, func(k Container) bool { return k == c })
 	}
 	return true, nil
 }

@@ -11,9 +11,9 @@ import (
 	"github.com/bootstrap-dev/bootstrap/traces"
 )
 
-// State is what a failed replay keeps under WithKeepState: its run image
-// (user and system packages in place) and its per-run volumes (the work
-// tree as the failed step left it). The next replay of a revised contract
+// State is what a failed replay keeps under WithKeepState: the setup image
+// it ran in (shared, so named and held, not owned) and its per-run volumes
+// (the work tree as the failed step left it). The next replay of a revised contract
 // may resume in it (Input.Resume) instead of starting over, which saves the
 // setup and the stages before the failure. Such a replay is warm: its
 // verdict is never cached, and the repair loop accepts a contract only after
@@ -36,8 +36,9 @@ type State struct {
 // Run names the replay that kept the state.
 func (s *State) Run() string { return s.run }
 
-// WithKeepState keeps a failed replay's run image and per-run volumes in
-// Result.State for a later replay to resume in; Discard removes them.
+// WithKeepState keeps a failed replay's per-run volumes, and the name of
+// the setup image it ran in, in Result.State for a later replay to resume
+// in; Discard removes the volumes.
 func WithKeepState() Option { return func(r *Runner) { r.keepState = true } }
 
 // ReusedStage is the verdict, in records, of a stage a resumed replay
@@ -91,8 +92,8 @@ func (x *run) adopt(s *State) {
 	x.durations[PrepareStage] = x.now().Sub(start).Milliseconds()
 }
 
-// handOver hands the run image and per-run volumes to the caller instead
-// of removing them; containers are removed as usual.
+// handOver hands the per-run volumes (and the setup image's name) to the
+// caller instead of removing them; containers are removed as usual.
 func (x *run) handOver() *State {
 	s := &State{run: x.id, image: x.runImage, work: x.work, ca: x.ca, home: x.homeVol, cache: x.cacheVol,
 		shell: slices.Clone(x.shell), packages: maps.Clone(x.packages), setup: x.setupKey()}

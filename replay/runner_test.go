@@ -36,7 +36,13 @@ func setupHook(ctx context.Context, c *fakeengine.Container, spec replay.ExecSpe
 
 func newEngine(t *testing.T) *fakeengine.Engine {
 	t.Helper()
-	e, err := newBenchEngine()
+	return newHookedEngine(t, setupHook)
+}
+
+// newHookedEngine is newEngine answering execs with hook instead.
+func newHookedEngine(t *testing.T, hook fakeengine.ExecHook) *fakeengine.Engine {
+	t.Helper()
+	e, err := newBenchEngineWith(hook)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,8 +50,10 @@ func newEngine(t *testing.T) *fakeengine.Engine {
 	return e
 }
 
-func newBenchEngine() (*fakeengine.Engine, error) {
-	e, err := fakeengine.New(fakeengine.WithExecHook(setupHook))
+func newBenchEngine() (*fakeengine.Engine, error) { return newBenchEngineWith(setupHook) }
+
+func newBenchEngineWith(hook fakeengine.ExecHook) (*fakeengine.Engine, error) {
+	e, err := fakeengine.New(fakeengine.WithExecHook(hook))
 	if err != nil {
 		return nil, err
 	}
@@ -409,12 +417,7 @@ func TestSetupImageKeepsPackages(t *testing.T) {
 		}
 		return setupHook(ctx, c, spec)
 	}
-	e, err := fakeengine.New(fakeengine.WithExecHook(hook))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	e.AddImage("scratch:test", replay.ImageInfo{ID: baseID})
+	e := newHookedEngine(t, hook)
 	r := replay.New(replay.WithEngine(e), replay.WithClock(fixedClock()))
 	ops := func(from int) (installs, commits int) {
 		for _, call := range e.Calls()[from:] {

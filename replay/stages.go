@@ -500,10 +500,9 @@ func (x *run) stage(ctx context.Context, si int, env []string) (bool, error) {
 	}
 	x.stageEnd(s.Name, ok, start)
 	if !x.keep {
-		if err := c.Remove(context.WithoutCancel(ctx)); err != nil {
+		if err := x.removeContainer(ctx, c); err != nil {
 			return false, fmt.Errorf("removing stage %s container: %w", s.Name, err)
 		}
-		x.containers = slices.DeleteFunc(x.containers, func(k Container) bool { return k == c })
 	}
 	return ok, nil
 }

@@ -46,12 +46,7 @@ func TestConcurrentRunsFillAToolchainOnce(t *testing.T) {
 		}
 		return setupHook(ctx, c, spec)
 	}
-	e, err := fakeengine.New(fakeengine.WithExecHook(hook))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer e.Close()
-	e.AddImage("scratch:test", replay.ImageInfo{ID: baseID})
+	e := newHookedEngine(t, hook)
 	tool := t.TempDir()
 	if err := os.WriteFile(filepath.Join(tool, "tool"), []byte("#!/bin/sh\n"), 0o755); err != nil {
 		t.Fatal(err)
