@@ -142,6 +142,12 @@ func (x *run) execute(ctx context.Context) (res *Result, err error) {
 			res.Kept, res.State = kept, x.kept
 		}
 	}()
+	if x.watch != nil {
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		go func() { defer close(done); x.watch(wctx) }()
+		defer func() { stop(); <-done }()
+	}
 	x.secretSetup()
 	if err := x.emit(traces.Event{Type: traces.ReplayStart, Commit: x.in.Snapshot.Commit, Inputs: x.inputs.digests, Message: x.secretNote()}); err != nil {
 		return nil, err

@@ -49,6 +49,7 @@ type Runner struct {
 	pids       int64
 	host       string
 	evict      func(context.Context) error
+	watch      func(context.Context)
 }
 
 // WithEviction runs evict before each replay and exec starts, to make room
@@ -56,6 +57,14 @@ type Runner struct {
 // run: it is reported on the progress writer and the run goes on.
 func WithEviction(evict func(context.Context) error) Option {
 	return func(r *Runner) { r.evict = evict }
+}
+
+// WithGrowthWatch runs watch while each replay runs, from when its lease
+// holds what it uses until just before its cleanup, and cancels watch's
+// context then: how a caller keeps a cache budget while one stage grows
+// (cache.Watch), where WithEviction acts only between stages.
+func WithGrowthWatch(watch func(context.Context)) Option {
+	return func(r *Runner) { r.watch = watch }
 }
 
 func (r *Runner) makeRoom(ctx context.Context) {

@@ -3,10 +3,12 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,23 +47,8 @@ func TestCacheBudgetAndPrune(t *testing.T) {
 	}
 	// Three contracts, each with a fetch of its own and so a dependency
 	// cache of its own, sharing one cache directory.
-	fixture := func(fetch string, cacheDir string) *faultFixture {
-		f := e.newFixture(t, fillStep)
-		if cacheDir != "" {
-			f.cache = cacheDir
-		}
-		file := filepath.Join(f.repo, ".bootstrap", "contract.yaml")
-		b, err := os.ReadFile(file)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(file, []byte(strings.Replace(string(b), `- run: "true"`, `- run: "`+fetch+`"`, 1)), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
-	a := fixture("true # a", "")
-	b, c := fixture("true # b", a.cache), fixture("true # c", a.cache)
+	a := budgetFixture(t, e, fillStep, "true # a", "")
+	b, c := budgetFixture(t, e, fillStep, "true # b", a.cache), budgetFixture(t, e, fillStep, "true # c", a.cache)
 
 	cmdA := a.start("verify")
 	a.waitForStep("verify/1")
@@ -117,6 +104,81 @@ func TestCacheBudgetAndPrune(t *testing.T) {
 	}
 	if _, err := cli.ImageInspect(ctx, fixtures.BaseImage()); err != nil {
 		t.Fatalf("prune --all removed the base image: %v", err)
+	}
+}
+
+// budgetFixture is a fixture whose verify runs step and whose fetch runs
+// fetch (so its dependency cache is its own), in cacheDir when not "".
+func budgetFixture(t *testing.T, e *privateEngine, step, fetch, cacheDir string) *faultFixture {
+	t.Helper()
+	f := e.newFixture(t, step)
+	if cacheDir != "" {
+		f.cache = cacheDir
+	}
+	file := filepath.Join(f.repo, ".bootstrap", "contract.yaml")
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, []byte(strings.Replace(string(b), `- run: "true"`, `- run: "`+fetch+`"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+// growStep waits, then adds %d bytes to the dependency cache in one step
+// and holds it a while: a stage that grows past the budget while it runs.
+const growStep = `      - run: sleep 3; mkdir -p "$XDG_CACHE_HOME" && head -c %d /dev/zero >"$XDG_CACHE_HOME/big" && sync && sleep 12
+        evidence: data.txt:1
+        source: user
+        confidence: 1
+        reason: grows the dependency cache in the middle of a stage
+`
+
+// TestCacheBudgetWhileAStageGrows: what one stage adds is kept under the
+// budget while the stage runs, not only at the next stage or run: the
+// eviction comes during the step, takes what no run holds, and the replay
+// passes.
+func TestCacheBudgetWhileAStageGrows(t *testing.T) {
+	e := newPrivateEngine(t)
+	t.Setenv("BOOTSTRAP_CACHE_BUDGET", "")
+	a := budgetFixture(t, e, fillStep, "true # a", "")
+	if code := a.wait(a.start("verify"), time.Now().Add(3*time.Minute)); code != 0 {
+		t.Fatalf("the first replay exited %d:\n%s", code, a.errText())
+	}
+	left := volumesNamed(t, e, "bootstrap-cache-")
+	if len(left) != 1 {
+		t.Fatalf("volumes %v: want the first replay's dependency cache", left)
+	}
+	var entries []cache.Entry
+	if err := json.Unmarshal([]byte(runCLI(t, e, a.cache, "cache", "--json")), &entries); err != nil {
+		t.Fatal(err)
+	}
+	// A budget whose share for one run (half) holds what is there with
+	// room to spare, so the eviction before the run and the one between
+	// its stages find nothing to do, and a step that adds a fifth of it:
+	// twice the growth the watch lets pass, and past the run's share.
+	budget := 2 * (cache.Total(entries) + 20_000_000)
+	t.Setenv("BOOTSTRAP_CACHE_BUDGET", strconv.FormatInt(budget, 10))
+	b := budgetFixture(t, e, fmt.Sprintf(growStep, budget/5), "true # b", a.cache)
+	cmd := b.start("verify")
+	b.waitForStep("verify/1")
+	if now := volumesNamed(t, e, "bootstrap-cache-"); !slices.Contains(now, left[0]) {
+		t.Fatalf("volumes %v when the step started: the first cache went before the stage grew", now)
+	}
+	for deadline := time.Now().Add(10 * time.Second); slices.Contains(volumesNamed(t, e, "bootstrap-cache-"), left[0]); time.Sleep(200 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the first cache was not evicted while the step grew past the budget; stderr:\n%s", b.errText())
+		}
+	}
+	select {
+	case err := <-b.done:
+		b.done <- err
+		t.Fatalf("the replay ended (%v) before the eviction was seen: it did not come during the step", err)
+	default:
+	}
+	if code := b.wait(cmd, time.Now().Add(time.Minute)); code != 0 {
+		t.Fatalf("the replay exited %d:\n%s", code, b.errText())
 	}
 }
 

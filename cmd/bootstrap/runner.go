@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/docker/go-units"
@@ -68,14 +69,24 @@ func (f *replayFlags) cacheBudget() (int64, error) {
 	return n, nil
 }
 
-// evictor keeps the cache under budget: before each run it evicts down to
-// an equal share of it, leaving a share for what each live process adds (a
-// dependency cache, a work tree): half of it when it runs alone, a third
-// beside one eval job, so the peak stays under the budget for runs that each
-// need less than their share. Each eviction is logged with its time cost to
+// growthCheck is how often a running replay's growth is measured (a statfs
+// per filesystem) to evict while a stage runs.
+const growthCheck = 2 * time.Second
+
+// evictor keeps the cache under budget: before each run, between its
+// stages, and when a stage has grown by a tenth of the budget (the growth
+// watch), it evicts down to an equal share of it, leaving a share for what
+// each live process adds (a dependency cache, a work tree): half of it when
+// it runs alone, a third beside one eval job. What the runs hold is never
+// evicted, so the peak stays under the budget while their working sets fit
+// in it together. Each eviction is logged with its time cost to
 // cacheDir/evictions.jsonl.
 func evictor(cmd *cobra.Command, e cache.Engine, dir string, budget int64) func(context.Context) error {
+	// The growth watch and the stages' own calls evict one at a time.
+	var mu sync.Mutex
 	return func(ctx context.Context) error {
+		mu.Lock()
+		defer mu.Unlock()
 		start := time.Now()
 		others, err := replay.OtherProcesses(dir)
 		if err != nil {
@@ -210,7 +221,19 @@ func newRunner(cmd *cobra.Command, f *replayFlags, e replay.Engine, extra ...rep
 		return nil, err
 	}
 	if ce, ok := e.(cache.Engine); ok && budget > 0 {
-		opts = append(opts, replay.WithEviction(evictor(cmd, ce, dir, budget)))
+		evict := evictor(cmd, ce, dir, budget)
+		opts = append(opts, replay.WithEviction(evict))
+		// What the engine stores grows on its data root's filesystem
+		// when the engine runs here; downloads grow under dir.
+		used := []string{dir}
+		if l, ok := e.(interface{ LocalDataRoot(context.Context) string }); ok {
+			if root := l.LocalDataRoot(cmd.Context()); root != "" {
+				used = append(used, root)
+			}
+		}
+		opts = append(opts, replay.WithGrowthWatch(func(ctx context.Context) {
+			cache.Watch(ctx, growthCheck, budget/10, cache.FSUsed(used...), evict)
+		}))
 	}
 	return replay.New(append(opts, extra...)...), nil
 }

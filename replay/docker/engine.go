@@ -309,6 +309,20 @@ func (e *Engine) initAvailable(ctx context.Context) bool {
 	return e.hasInit
 }
 
+// LocalDataRoot is the daemon's data root when it listens on a unix socket,
+// so that the path names a directory of this machine; "" otherwise, or when
+// the daemon does not say.
+func (e *Engine) LocalDataRoot(ctx context.Context) string {
+	if !strings.HasPrefix(e.cli.DaemonHost(), "unix://") {
+		return ""
+	}
+	info, err := e.cli.Info(ctx)
+	if err != nil {
+		return ""
+	}
+	return info.DockerRootDir
+}
+
 // List implements replay.Engine.
 func (e *Engine) List(ctx context.Context, labels map[string]string) ([]string, error) {
 	f := filters.NewArgs()
