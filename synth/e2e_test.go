@@ -607,6 +607,21 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "synth-runtime-download", verified: true, rules: []string{"runtime-download"},
+			// jsr finds no Deno offline; with the deno toolchain it takes DENO_BIN_PATH,
+			// and the pass (the dry run after node --test) is the clean warm one
+			attempts: 2,
+			check: func(t *testing.T, r e2eRun) {
+				if d := r.out.Contract.Toolchain("deno"); d == nil || d.Hash == "" {
+					t.Fatalf("toolchains %+v: want deno, pinned", r.out.Contract.Toolchains)
+				}
+				if f := r.out.Attempts[0].Failure; f == nil || f.Class != traces.NetworkNeeded || !strings.Contains(r.out.Attempts[0].Log, "dl.deno.land") {
+					t.Fatalf("the first attempt did not fail to reach dl.deno.land: %+v", f)
+				}
+				wantPassed(t, r.out, "one is one")
+			},
+		},
+		{
 			fixture: "synth-chrome-binary", verified: true, rules: []string{"browser-binary"},
 			// no Chrome: Debian's chromium and the variables the harnesses read, a clean warm pass (nothing cached or resumed: no cold replay)
 			attempts: 2,

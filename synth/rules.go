@@ -137,6 +137,7 @@ var Rules = []Rule{
 	{"working-directory", workingDirectory},
 	{"missing-env", missingEnv},
 	{"tool-download", toolDownload},
+	{"runtime-download", runtimeDownload},
 	{"module-download", moduleDownload},
 	{"network-in-build", networkInBuild},
 	{"missing-service", missingService},
@@ -1247,6 +1248,45 @@ func toolDownload(s *Situation) []Delta {
 		return nil
 	}
 	return []Delta{{Reason: "download the tools a later step installs by version in the fetch stage, with the network", Evidence: s.cite(line), Ops: ops}}
+}
+
+// runtimeHosts are the release hosts tools download a language runtime
+// from as they run, with the toolchain that provides the same runtime here
+// and points them at it: jsr (JSR's npm CLI, whose publish and dry run are
+// Deno's) fetches Deno from dl.deno.land unless DENO_BIN_PATH names one,
+// which the deno toolchain sets.
+var runtimeHosts = map[string]string{
+	"dl.deno.land": "deno",
+}
+
+// runtimeDownload answers a step that, with the network off, fails to
+// download a runtime from its release host: the runtime comes as a
+// toolchain, content-addressed like the others, and the tool takes it.
+func runtimeDownload(s *Situation) []Delta {
+	a := s.Attempt
+	c := a.Contract
+	si := stageIndex(c, a.Stage)
+	if si < 0 || c.Stages[si].Network || a.Failure == nil || a.Failure.Class != traces.NetworkNeeded {
+		return nil
+	}
+	for _, host := range slices.Sorted(maps.Keys(runtimeHosts)) {
+		tool := runtimeHosts[host]
+		at := strings.Index(a.Log, host)
+		if at < 0 || c.Toolchain(tool) != nil {
+			continue
+		}
+		line := lineAt(a.Log, at)
+		v, err := s.Resolve(tool, "")
+		if err != nil {
+			return nil
+		}
+		return []Delta{{
+			Reason:   fmt.Sprintf("%s downloads %s from %s as it runs; declare the %s toolchain, which it takes instead", a.StepRef(), tool, host, tool),
+			Evidence: s.cite(line),
+			Ops:      []Op{{Kind: SetToolchain, Name: tool, Value: v}},
+		}}
+	}
+	return nil
 }
 
 // goFetchRe is the go command failing, offline, to download a module a

@@ -43,6 +43,8 @@ func resolve(tool, spec string) (string, error) {
 		return "10.2.4", nil
 	case tool == "pnpm":
 		return "9.15.0", nil
+	case tool == "deno":
+		return "2.5.6", nil
 	}
 	return "", errUnknown
 }
@@ -121,6 +123,8 @@ func TestRules(t *testing.T) {
 		{name: "program CI installs by script, named by a failed test", stage: "verify", class: traces.TestFailure, log: "--- FAIL: TestJump (0.00s)\nFAIL\n", tests: []results.Test{{Name: "TestJump", Status: results.Failed, Output: "    jump_test.go:44: zoxide initialization failed\n"}}, want: "installer-script", op: AddSystemPackage, opName: "zoxide"},
 		{name: "program CI installs by script, named only by a passing test", stage: "verify", class: traces.TestFailure, log: "--- FAIL: TestSort (0.00s)\nFAIL\n", tests: []results.Test{{Name: "TestJump", Status: results.Passed, Output: "zoxide ready\n"}, {Name: "TestSort", Status: results.Failed, Output: "    sort_test.go:9: got [b a]\n"}}, want: ""},
 		{name: "program CI installs by sh -c $(curl), named by the failure", stage: "verify", class: traces.TestFailure, log: "Error: Direnv did not load .envrc\n", want: "installer-script", op: AddSystemPackage, opName: "direnv"},
+		{name: "jsr fetches deno offline", stage: "verify", run: "npm test", class: traces.NetworkNeeded, log: "> jsr publish --dry-run\n\nTypeError: fetch failed\n    at async getDenoDownloadUrl (/work/src/node_modules/jsr/dist/download.js:70:17)\n  [cause]: Error: getaddrinfo EAI_AGAIN dl.deno.land\n", want: "runtime-download", op: SetToolchain, opName: "deno", opVal: "2.5.6"},
+		{name: "a host no runtime comes from", stage: "verify", run: "npm test", class: traces.NetworkNeeded, log: "TypeError: fetch failed\n  [cause]: Error: getaddrinfo EAI_AGAIN dl.example.org\n", want: ""},
 		{name: "tool run at @latest offline", stage: "verify", class: traces.NetworkNeeded, log: "go: gotest.tools/gotestsum@latest: module gotest.tools/gotestsum: Get \"https://proxy.golang.org/gotest.tools/gotestsum/@v/list\": dial tcp: lookup proxy.golang.org on 10.255.255.53:53: no such host\nmake: *** [Makefile:46: test] Error 1\n", want: "tool-download", op: InsertStep},
 		{name: "tool installed by version offline", stage: "verify", class: traces.NetworkNeeded, log: "go: gotest.tools/gotestsum@v1.13.0: gotest.tools/gotestsum@v1.13.0: Get \"https://proxy.golang.org/gotest.tools/gotestsum/@v/v1.13.0.info\": dial tcp: lookup proxy.golang.org on 10.255.255.53:53: dial udp 10.255.255.53:53: connect: network is unreachable\ngo: gotest.tools/gotestsum@: version must not be empty\nmake: *** [Makefile-deps.mk:103: gotestsum] Error 1\n", want: "tool-download", op: InsertStep},
 		{name: "env from CI", stage: "verify", class: traces.TestFailure, log: "--- FAIL: TestMode (0.00s)\n    mode_test.go:9: environment variable APP_MODE is not set\n", want: "missing-env", op: SetEnv, opName: "APP_MODE", opVal: "test"},

@@ -76,6 +76,9 @@ func (f *Fetcher) fetchNPM(ctx context.Context, tc contract.Toolchain) (replay.A
 			a.Env = map[string]string{"npm_config_nodedir": "$ROOT"}
 		case "deno":
 			a.PathDirs = []string{"."} // the binary sits at the package's root
+			// jsr (JSR's npm CLI) downloads Deno from dl.deno.land
+			// unless DENO_BIN_PATH names one: this one.
+			a.Env = map[string]string{"DENO_BIN_PATH": "$ROOT/deno"}
 		}
 		return a
 	}
