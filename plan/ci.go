@@ -903,6 +903,11 @@ func (p *run) planUses(j *ciJob, s ciStep, ctx exprCtx) {
 		p.ciSetup[tool] = setupSpec{spec: v, ev: *s.setup}
 		return
 	}
+	if pkgs, ok := aptActionPackages(s.uses(), s.ev.Facts["with.packages"]); ok {
+		p.addPackages(pkgs, s.ev, fmt.Sprintf("CI job %s installs them with %s on the runner", j.ref(), s.uses()))
+		p.skip("ci action", s.uses(), s.ev, "an action that installs apt packages; they are system_packages")
+		return
+	}
 	if run, prog, ok := goToolInstall(s.uses(), s.ev.Facts["with.version"]); ok {
 		p.addKind(run, "", kindFetch, s.ev, s.ev.Line, fmt.Sprintf("CI job %s sets up %s with %s (version %q); the program is a Go module, installed at that version", j.ref(), prog, s.uses(), cmp.Or(s.ev.Facts["with.version"], "the newest")))
 		return
@@ -1080,6 +1085,10 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 			continue
 		}
 		c.run = run
+		unwrapped := ""
+		if u, why := p.unwrapPM(j, c.run, c.cwd); u != "" {
+			c.run, unwrapped = u, why
+		}
 		v := p.scripts.of(c.run, c.cwd)
 		if why := leftOut(v); why != "" {
 			p.skip("ci step", c.run, ref, why)
@@ -1111,6 +1120,9 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 		if v.why != "" && v.kind == kindTest && !strings.HasPrefix(c.run, v.why) {
 			reason += " (" + v.why + ")"
 		}
+		if unwrapped != "" {
+			reason += "; " + unwrapped
+		}
 		p.addKind(withEnv(prefix, c.run), c.cwd, v.kind, e, c.line, reason)
 		kept = true
 	}
@@ -1135,6 +1147,65 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 	for _, a := range prefix {
 		p.decide("step env", a, &e, "the step sets it for its own commands, so the contract sets it on them alone")
 	}
+}
+
+// unwrapPM reads a step that runs the project's package manager through a
+// wrapper only one of the job's actions provides ("gnpm i
+// --frozen-lockfile --runtimeVersion=…" after SamTV12345/gnpm-setup): a
+// program the action downloads, which no toolchain or archive here has.
+// Its words are a package manager's (install, test, run SCRIPT, or a
+// script's name), and the lockfile says which package manager the project
+// uses, so the step runs that one: the install the lockfile calls for, the
+// test script, the script. The wrapper's own flags go with it. It returns
+// the command and why, or "" when the step is not such a wrapper's.
+func (p *run) unwrapPM(j *ciJob, run, cwd string) (string, string) {
+	w := words(run)
+	if len(w) < 2 || strings.ContainsAny(w[0], "/.=") || toolKindsHas(w[0]) || shellUtility[w[0]] {
+		return "", ""
+	}
+	action := ""
+	for _, s := range j.steps {
+		u := strings.ToLower(strings.SplitN(s.uses(), "@", 2)[0])
+		name := strings.TrimSuffix(u[strings.LastIndexByte(u, '/')+1:], "-action")
+		if name == w[0]+"-setup" || name == "setup-"+w[0] {
+			action = s.uses()
+		}
+	}
+	if action == "" {
+		return "", ""
+	}
+	var m pm
+	for dir := cwd; ; dir = path.Dir(dir) {
+		if m = p.packageManager(dir); m.lock || m.ev != nil {
+			break
+		}
+		if dir == "." || dir == "/" {
+			return "", ""
+		}
+	}
+	install, runner := m.commands()
+	// The wrapper's flags and the package manager's alike go: what the
+	// step does is in its words.
+	rest := slices.DeleteFunc(slices.Clone(w[1:]), func(a string) bool { return strings.HasPrefix(a, "-") })
+	var out string
+	switch {
+	case len(rest) == 0:
+		return "", ""
+	case rest[0] == "i" || rest[0] == "install" || rest[0] == "ci":
+		if len(rest) > 1 {
+			return "", "" // installs named packages: not the lockfile's install
+		}
+		out = install
+	case (rest[0] == "run" || rest[0] == "run-script") && len(rest) > 1:
+		out = runner + " run " + rest[1]
+	case rest[0] == "test" || rest[0] == "t":
+		out = runner + " test"
+	case len(rest) == 1 && debName.MatchString(rest[0]):
+		out = runner + " run " + rest[0]
+	default:
+		return "", ""
+	}
+	return out, fmt.Sprintf("%s is a wrapper of the package manager that %s downloads; %s, so the step runs %s", w[0], action, m.why, runner)
 }
 
 // gitlabRunnerOnly says why a GitLab variable stays out of the contract:

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode"
 )
 
 // The stages a rule-planned contract has, in order.
@@ -138,6 +139,18 @@ func aptPackages(run string) ([]string, bool) {
 		}
 	}
 	return pkgs, true
+}
+
+// aptActionPackages reads the packages an action that installs (and
+// caches) apt packages is given — awalsh128/cache-apt-pkgs-action and the
+// actions named like it, whose packages input is a space- or
+// newline-separated list — as apt-get install's arguments are read.
+func aptActionPackages(uses, packages string) ([]string, bool) {
+	name := strings.ToLower(strings.SplitN(uses, "@", 2)[0])
+	if !strings.Contains(name[strings.LastIndexByte(name, '/')+1:], "apt-pkgs") || strings.TrimSpace(packages) == "" {
+		return nil, false
+	}
+	return aptPackages("apt-get install " + strings.Join(strings.FieldsFunc(packages, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }), " "))
 }
 
 // debName is a Debian package name, optionally with an :arch qualifier.

@@ -195,21 +195,7 @@ func (d defaulter) node() {
 			scripts[e.Facts["name"]] = e
 		}
 	}
-	var install, runner string
-	switch {
-	case m.name == "pnpm":
-		install, runner = "pnpm install --frozen-lockfile", "pnpm"
-	case m.name == "yarn" && m.berry:
-		install, runner = "yarn install --immutable", "yarn"
-	case m.name == "yarn":
-		install, runner = "yarn install --frozen-lockfile", "yarn"
-	case m.name == "bun":
-		install, runner = "bun install --frozen-lockfile", "bun"
-	case m.lock:
-		install, runner = "npm ci", "npm"
-	default:
-		install, runner = "npm install", "npm"
-	}
+	install, runner := m.commands()
 	why := "install exactly what the lockfile pins"
 	if !m.lock {
 		why = "no lockfile, so npm resolves the dependencies"

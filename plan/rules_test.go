@@ -814,3 +814,30 @@ func TestRaceThroughMakeVariablesAndPrerequisites(t *testing.T) {
 		}
 	}
 }
+
+// TestPackageManagerWrapper: a wrapper an action of the job downloads
+// runs as the package manager the lockfile names; one no action provides,
+// or an install of named packages, stays as CI runs it.
+func TestPackageManagerWrapper(t *testing.T) {
+	lock := ev(discover.KindLockfile, "yarn.lock", 1, "manager", "yarn", "format", "1")
+	pkg := ev(discover.KindPackageJSON, "package.json", 1)
+	script := ev(discover.KindPackageScript, "package.json", 5, "name", "test", "command", "node --test")
+	setup := gha(discover.KindGHAUses, 8, "uses", "someone/setup-ypm@v2", "step", "setup")
+	for _, tc := range []struct {
+		name string
+		evs  []discover.Evidence
+		want []string
+	}{
+		{"wrapped", []discover.Evidence{setup, gha(discover.KindGHARun, 10, "run", "ypm install --engine=20", "step", "i"), gha(discover.KindGHARun, 11, "run", "ypm test --engine=20", "step", "t")},
+			[]string{"fetch: yarn install --frozen-lockfile", "verify: yarn test"}},
+		{"no action provides it", []discover.Evidence{gha(discover.KindGHARun, 10, "run", "ypm install --engine=20", "step", "i"), gha(discover.KindGHARun, 11, "run", "ypm test --engine=20", "step", "t")},
+			[]string{"fetch: ypm install --engine=20", "verify: ypm test --engine=20"}},
+		{"named packages", []discover.Evidence{setup, gha(discover.KindGHARun, 10, "run", "ypm add left-pad", "step", "i"), gha(discover.KindGHARun, 11, "run", "ypm test", "step", "t")},
+			[]string{"fetch: yarn install --frozen-lockfile", "build: ypm add left-pad", "verify: yarn test"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out := explain(t, result([]discover.Project{proj(".", "node")}, append([]discover.Evidence{lock, pkg, script}, tc.evs...)...))
+			wantRuns(t, out.Contract, tc.want...)
+		})
+	}
+}

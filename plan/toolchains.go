@@ -424,6 +424,24 @@ func (p *run) npmVersion() string {
 	return npmDefault
 }
 
+// commands are the package manager's install of what the lockfile pins
+// (or, without one, npm's resolution) and the program that runs scripts.
+func (m pm) commands() (install, runner string) {
+	switch {
+	case m.name == "pnpm":
+		return "pnpm install --frozen-lockfile", "pnpm"
+	case m.name == "yarn" && m.berry:
+		return "yarn install --immutable", "yarn"
+	case m.name == "yarn":
+		return "yarn install --frozen-lockfile", "yarn"
+	case m.name == "bun":
+		return "bun install --frozen-lockfile", "bun"
+	case m.lock:
+		return "npm ci", "npm"
+	}
+	return "npm install", "npm"
+}
+
 func (m pm) label() string {
 	switch {
 	case m.berry:

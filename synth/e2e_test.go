@@ -686,6 +686,17 @@ func TestE2ESynth(t *testing.T) {
 			},
 		},
 		{
+			fixture: "ci-pm-wrapper", verified: true,
+			// pnpm in place of the wrapper an action downloads, zip and unzip from the apt action; a clean pass
+			attempts: 1,
+			check: func(t *testing.T, r e2eRun) {
+				if !slices.Contains(r.out.Contract.SystemPackages, "zip") {
+					t.Fatalf("packages %v: want the apt action's", r.out.Contract.SystemPackages)
+				}
+				wantPassed(t, r.out, "ok")
+			},
+		},
+		{
 			fixture: "ci-go-tool", verified: true,
 			// task from go-task/setup-task, installed with go install in fetch, built by the Go its module asks for; a clean pass
 			attempts: 1,
