@@ -43,7 +43,11 @@
 // is false for the chosen cell is left out. sudo is dropped from a kept
 // command (steps run unprivileged) and the reason says so; a test command
 // CI runs with sudo makes the contract run as root instead, as CI's tests
-// did. Where the job
+// did. apt-get install lines, and the packages input of an action that
+// installs apt packages (cache-apt-pkgs-action), become system packages. A
+// package manager run through a wrapper one of the job's actions downloads
+// ("gnpm test" after gnpm-setup) runs as the package manager the lockfile
+// names, with the wrapper's words and without its flags. Where the job
 // never fetches what its commands use, the ecosystem's download (go mod
 // download, npm ci, ...) is added to fetch; nothing else of the defaults
 // or the documentation joins a CI project.
