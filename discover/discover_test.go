@@ -746,6 +746,25 @@ jobs:
 	}
 }
 
+// TestIncludedMakefiles: the files Makefiles include by their conventional
+// names are mined; automake's and autoconf's templates are not.
+func TestIncludedMakefiles(t *testing.T) {
+	res := runFS(t, fstest.MapFS{
+		"Makefile":        {Data: []byte("include ./Makefile.Common\n"), Mode: 0o644},
+		"Makefile.Common": {Data: []byte("GOTEST_OPT ?= -race\n"), Mode: 0o644},
+		"Makefile.am":     {Data: []byte("SUBDIRS = src\n"), Mode: 0o644},
+		"Makefile.in":     {Data: []byte("CC = @CC@\n"), Mode: 0o644},
+	})
+	check(t, res, []want{
+		{KindMakeVar, "Makefile.Common:1", map[string]string{"name": "GOTEST_OPT", "op": "?=", "value": "-race"}, ""},
+	})
+	for _, e := range res.Evidence {
+		if e.Path == "Makefile.am" || e.Path == "Makefile.in" {
+			t.Errorf("mined a template: %+v", e)
+		}
+	}
+}
+
 func TestMakeVariablesAndPrerequisites(t *testing.T) {
 	mk := "GO ?= go\nexport GOFLAGS := -mod=mod # comment\nTAGS = a \\\n  b\nTAGS += c\nX != date\n" +
 		"define HELP\nY = inside\nendef\n" +

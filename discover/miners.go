@@ -29,7 +29,7 @@ func minerFor(p string) *miner {
 		return &miner{fn: mineGHAAction}
 	case p == ".gitlab-ci.yml":
 		return &miner{fn: mineGitLab}
-	case base == "Makefile" || base == "makefile" || base == "GNUmakefile" || strings.HasSuffix(base, ".mk") && !strings.HasPrefix(p, ".github/"):
+	case base == "Makefile" || base == "makefile" || base == "GNUmakefile" || (strings.HasSuffix(base, ".mk") || includedMakefile(base)) && !strings.HasPrefix(p, ".github/"):
 		return &miner{fn: mineMakefile}
 	case base == "Taskfile.yml" || base == "Taskfile.yaml" || base == "taskfile.yml":
 		return &miner{fn: mineTaskfile}
@@ -99,4 +99,13 @@ func isCompose(lower string) bool {
 func isDoc(lower string) bool {
 	ext := path.Ext(lower)
 	return lower == "readme" || ext == ".md" || ext == ".markdown" || ext == ".txt" || ext == ".rst"
+}
+
+// includedMakefile is a file a Makefile includes by its conventional names
+// (Makefile.common, Makefile.Common, Makefile.inc): variables and recipes
+// of every Makefile that includes it. Automake's and autoconf's templates
+// (Makefile.am, Makefile.in) are not make's input.
+func includedMakefile(base string) bool {
+	ext, ok := strings.CutPrefix(base, "Makefile.")
+	return ok && ext != "am" && ext != "in" && !strings.ContainsAny(ext, ".~") && ext != ""
 }

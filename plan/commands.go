@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"maps"
 	"path"
 	"regexp"
 	"slices"
@@ -70,6 +71,8 @@ type scripts struct {
 	// command needs (a C compiler for -race), not for what a job is.
 	runs map[string]map[string]string
 	deno map[string]map[string]string // dir → deno task → command
+	// vars are the make variables of each make directory, as assigned.
+	vars map[string]map[string]string
 	// open holds the scripts being followed, so one that runs itself in
 	// its workspaces ("test": "bun --filter '*' test") ends.
 	open map[string]bool
@@ -123,7 +126,26 @@ func newScripts(res *discover.Result) *scripts {
 			s.runs[dir][t] = expandMake(recipe, vars[dir], 0)
 		}
 	}
+	s.vars = vars
 	return s
+}
+
+// makeVar finds, for a step that runs make, a variable of its Makefiles
+// whose value has words want accepts: what a recipe reaches through a
+// target make names at run time ($(MAKE) -C $$dir $(TARGET) over the
+// modules) still reads the variables every Makefile includes.
+func (s *scripts) makeVar(run, dir string, want func(w []string) bool) (string, bool) {
+	w := words(run)
+	if len(w) == 0 || (w[0] != "make" && w[0] != "gmake") {
+		return "", false
+	}
+	key, _ := targetKey(w[0], w[1:], dir)
+	for _, name := range slices.Sorted(maps.Keys(s.vars[key])) {
+		if v := s.vars[key][name]; want(strings.Fields(makeIfBranches(v))) {
+			return fmt.Sprintf("%s (%s = %s)", run, name, v), true
+		}
+	}
+	return "", false
 }
 
 // makePrerequisites is what a target without a recipe runs: make of those
@@ -172,9 +194,11 @@ const maxExpand = 64 << 10
 // make does before the shell sees a recipe, so a flag set in a variable
 // ("GO_TEST_FLAGS ?= -race") is read where the recipe uses it. Only a value
 // that expands to plain text is put in: one that calls a make function
-// ($(if …), $(shell …)) or what no file here sets is make's to compute,
+// ($(shell …), $(filter …)) or what no file here sets is make's to compute,
 // and the reference stays as written, as do automatic variables and "$$",
-// the shell's "$".
+// the shell's "$". A conditional, $(if COND,THEN,ELSE), puts in both of its
+// branches, its condition left out: the recipe is read for what it may
+// need (-race on every platform but one), not run.
 func expandMake(s string, vars map[string]string, depth int) string {
 	if len(vars) == 0 || !strings.Contains(s, "$") {
 		return s
@@ -185,7 +209,7 @@ func expandMake(s string, vars map[string]string, depth int) string {
 		if !ok || ref == "$$" || depth >= maxDepth*2 || grown+len(v) > maxExpand {
 			return ref
 		}
-		v = expandMake(v, vars, depth+1)
+		v = expandMake(makeIfBranches(v), vars, depth+1)
 		if strings.Contains(v, "$") {
 			return ref
 		}
@@ -194,6 +218,38 @@ func expandMake(s string, vars map[string]string, depth int) string {
 		}
 		return v
 	})
+}
+
+// makeIfBranches replaces each $(if COND,THEN[,ELSE]) in v with its two
+// branches; one whose parentheses do not close stays.
+func makeIfBranches(v string) string {
+	for {
+		i := strings.Index(v, "$(if ")
+		if i < 0 {
+			return v
+		}
+		var args []string
+		depth, start, end := 0, i+len("$(if "), -1
+		for j := start; j < len(v) && end < 0; j++ {
+			switch v[j] {
+			case '(':
+				depth++
+			case ')':
+				if depth == 0 {
+					args, end = append(args, v[start:j]), j
+				}
+				depth--
+			case ',':
+				if depth == 0 {
+					args, start = append(args, v[start:j]), j+1
+				}
+			}
+		}
+		if end < 0 || len(args) < 2 {
+			return v
+		}
+		v = v[:i] + strings.TrimSpace(strings.Join(args[1:], " ")) + v[end+1:]
+	}
 }
 
 // makeDir is the directory whose make a target file serves: a Makefile's

@@ -783,7 +783,11 @@ func (p *run) finish() {
 				p.out.Decisions = append(p.out.Decisions, Decision{Topic: "user", Choice: "root", Evidence: s.Evidence,
 					Reason: "CI runs the tests with sudo: as an unprivileged user the tests that need root would skip"})
 			}
-			if at, ok := p.scripts.reaches(s.Run, cwdOrDot(s.Cwd), 0, race); ok && !p.pkgs["gcc"] && !p.pkgs["build-essential"] {
+			at, ok := p.scripts.reaches(s.Run, cwdOrDot(s.Cwd), 0, race)
+			if !ok {
+				at, ok = p.scripts.makeVar(s.Run, cwdOrDot(s.Cwd), race)
+			}
+			if ok && !p.pkgs["gcc"] && !p.pkgs["build-essential"] {
 				// Go turns cgo off without a C compiler, and -race needs cgo.
 				for _, pk := range CgoPackages {
 					p.pkgs[pk] = true

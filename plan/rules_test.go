@@ -784,6 +784,14 @@ func TestRaceThroughMakeVariablesAndPrerequisites(t *testing.T) {
 			ev(discover.KindMakeVar, "Makefile", 2, "name", "RACE", "op", ":=", "value", "-race"),
 			ev(discover.KindMakeTarget, "Makefile-test.mk", 5, "target", "test", "recipe", "go test $(GO_TEST_FLAGS) ./..."),
 		}},
+		// The target each module's make runs is a variable given on the
+		// command line; the -race is in a conditional of the Makefile all
+		// of them include.
+		{"a variable of an included Makefile", []discover.Evidence{
+			ev(discover.KindMakeVar, "Makefile.Common", 14, "name", "GOTEST_OPT", "op", "?=", "value", "-timeout 240s $(if $(and $(filter windows,$(GOOS)), $(filter arm64,$(GOARCH))),, -race)"),
+			ev(discover.KindMakeTarget, "Makefile", 66, "target", "test", "recipe", "@$(MAKE) for-all-target TARGET=\"test-with-junit\""),
+			ev(discover.KindMakeTarget, "Makefile", 163, "target", "for-all-target", "recipe", "", "prerequisites", "$(GOMODULES)"),
+		}},
 		{"$(MAKE)", []discover.Evidence{
 			ev(discover.KindMakeTarget, "Makefile", 9, "target", "test", "recipe", "go clean -testcache && $(MAKE) test-router"),
 			ev(discover.KindMakeTarget, "Makefile", 13, "target", "test-router", "recipe", "go test -race -v ."),
@@ -802,9 +810,14 @@ func TestRaceThroughMakeVariablesAndPrerequisites(t *testing.T) {
 		}
 	}
 	// Only plain text goes in: a value make computes stays a reference.
-	vars := map[string]string{"A": "-race", "B": "$(shell echo -race)", "C": "$(A) -v", "SELF": "$(SELF) x"}
+	vars := map[string]string{"A": "-race", "B": "$(shell echo -race)", "C": "$(A) -v", "SELF": "$(SELF) x",
+		"OPT": "-timeout $(T) $(if $(and $(filter windows,$(GOOS)), $(filter arm64,$(GOARCH))),, -race)", "T": "240s",
+		"ODD": "$(if $(X),-a", "SHELLY": "$(if $(X),$(shell echo -race))"}
 	for in, want := range map[string]string{
 		"go test $(A) ${A} ./...": "go test -race -race ./...",
+		"go test $(OPT)":          "go test -timeout 240s -race",
+		"go test $(ODD)":          "go test $(ODD)",
+		"go test $(SHELLY)":       "go test $(SHELLY)",
 		"go test $(B)":            "go test $(B)",
 		"go test $(C) $$(pwd)":    "go test -race -v $$(pwd)",
 		"go test $(SELF) $(D) $@": "go test $(SELF) $(D) $@",
