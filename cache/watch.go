@@ -62,15 +62,15 @@ func FSUsed(paths ...string) func() (int64, error) {
 				}
 				return 0, err
 			}
-			if seen[st.Dev] {
+			if seen[uint64(st.Dev)] {
 				continue
 			}
-			seen[st.Dev] = true
+			seen[uint64(st.Dev)] = true
 			var sfs unix.Statfs_t
 			if err := unix.Statfs(p, &sfs); err != nil {
 				return 0, err
 			}
-			total += int64(sfs.Blocks-sfs.Bfree) * sfs.Bsize
+			total += int64(sfs.Blocks-sfs.Bfree) * int64(sfs.Bsize)
 		}
 		return total, nil
 	}
