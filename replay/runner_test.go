@@ -284,13 +284,19 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// TestCancelCleansUp: a replay stopped in a step leaves nothing behind,
+// and what the step printed before the stop stays in its log.
 func TestCancelCleansUp(t *testing.T) {
 	e := newEngine(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
-	_, err := replay.New(replay.WithEngine(e)).Run(ctx, replay.Input{Contract: testContract("sleep 5"), Snapshot: snapshot(), OutDir: t.TempDir()})
+	out := t.TempDir()
+	_, err := replay.New(replay.WithEngine(e)).Run(ctx, replay.Input{Contract: testContract("echo building the native addons; sleep 5"), Snapshot: snapshot(), OutDir: out})
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v, want context.Canceled", err)
+	}
+	if b, err := os.ReadFile(filepath.Join(out, traces.LogDir, "verify-1.log")); err != nil || !strings.Contains(string(b), "building the native addons") {
+		t.Errorf("the stopped step's log: %q, %v", b, err)
 	}
 	if l := leaks(e); len(l) != 0 {
 		t.Errorf("left behind: %v", l)

@@ -475,6 +475,9 @@ func (x *run) stage(ctx context.Context, si int, env []string) (bool, error) {
 		timedOut := errors.Is(sctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 		cancel()
 		if err != nil && !timedOut {
+			// Stopped (Ctrl-C, a budget): what the step printed so far
+			// says what it was doing, and stays beside the trace.
+			_, _, _ = x.tw.WriteLog(s.Name, i+1, []byte(x.masker.Replace(cp.all.String())))
 			x.stageEnd(s.Name, false, start)
 			return false, fmt.Errorf("step %s: %w", ref, err)
 		}

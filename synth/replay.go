@@ -149,7 +149,10 @@ func (r *Replayer) Rejudge(a *Attempt, c *contract.Contract, n int) (*Attempt, e
 type Interrupted struct {
 	Step, Run, Cwd string
 	For            time.Duration
-	Err            error
+	// Last is the last line the step printed before it was stopped: what
+	// it was doing (a native build, a download that hangs).
+	Last string
+	Err  error
 }
 
 func (e *Interrupted) Error() string { return "interrupted " + e.Where() + ": " + e.Err.Error() }
@@ -160,7 +163,11 @@ func (e *Interrupted) Where() string {
 	if e.Cwd != "" {
 		in = ", in " + e.Cwd
 	}
-	return fmt.Sprintf("in step %s (%s%s) after %s", e.Step, e.Run, in, e.For.Round(time.Second))
+	last := ""
+	if e.Last != "" {
+		last = fmt.Sprintf("; its last line: %q", e.Last)
+	}
+	return fmt.Sprintf("in step %s (%s%s) after %s%s", e.Step, e.Run, in, e.For.Round(time.Second), last)
 }
 
 func (e *Interrupted) Unwrap() error { return e.Err }
@@ -187,6 +194,13 @@ func interrupted(trace string, err error) error {
 	in := &Interrupted{Step: open.Step, Run: open.Command, Cwd: open.Cwd, Err: err}
 	if t, perr := time.Parse(time.RFC3339Nano, open.Time); perr == nil {
 		in.For = time.Since(t)
+	}
+	if stage, n, ok := strings.Cut(open.Step, "/"); ok {
+		log := strings.TrimRight(readTail(filepath.Join(filepath.Dir(trace), traces.LogDir, stage+"-"+n+".log"), 4<<10), "\n\r\t ")
+		in.Last = strings.TrimSpace(log[strings.LastIndexByte(log, '\n')+1:])
+		if len(in.Last) > 200 {
+			in.Last = in.Last[:200] + "…"
+		}
 	}
 	return in
 }

@@ -3,6 +3,7 @@ package synth
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,10 +62,20 @@ func TestInterruptedNamesTheRunningStep(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
+	// The log the replay kept of the stopped step.
+	if err := os.MkdirAll(filepath.Join(filepath.Dir(path), traces.LogDir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(filepath.Dir(path), traces.LogDir, "fetch-2.log"), []byte("added 370 packages\ngyp info spawn make\n\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	err = interrupted(path, context.DeadlineExceeded)
 	var in *Interrupted
 	if !errors.As(err, &in) || in.Step != "fetch/2" || in.Cwd != "server" || in.For < 89*time.Second || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("interrupted = %#v", err)
+	}
+	if want := `its last line: "gyp info spawn make"`; !strings.Contains(in.Where(), want) {
+		t.Errorf("where %q lacks %q", in.Where(), want)
 	}
 	if got := interrupted(filepath.Join(t.TempDir(), "none.jsonl"), context.Canceled); got != context.Canceled {
 		t.Errorf("without a trace: %v", got)
