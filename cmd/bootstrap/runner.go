@@ -69,6 +69,14 @@ func (f *replayFlags) cacheBudget() (int64, error) {
 	return n, nil
 }
 
+// dataRooter is an engine that can say where on this machine it keeps its
+// images and volumes.
+type dataRooter interface {
+	LocalDataRoot(ctx context.Context) string
+}
+
+var _ dataRooter = (*docker.Engine)(nil)
+
 // growthCheck is how often a running replay's growth is measured (a statfs
 // per filesystem) to evict while a stage runs.
 const growthCheck = 2 * time.Second
@@ -226,7 +234,7 @@ func newRunner(cmd *cobra.Command, f *replayFlags, e replay.Engine, extra ...rep
 		// What the engine stores grows on its data root's filesystem
 		// when the engine runs here; downloads grow under dir.
 		used := []string{dir}
-		if l, ok := e.(interface{ LocalDataRoot(context.Context) string }); ok {
+		if l, ok := e.(dataRooter); ok {
 			if root := l.LocalDataRoot(cmd.Context()); root != "" {
 				used = append(used, root)
 			}
