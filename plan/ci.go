@@ -1160,7 +1160,7 @@ func (p *run) planScript(j *ciJob, s ciStep, ctx exprCtx, afterTests bool) {
 // the command and why, or "" when the step is not such a wrapper's.
 func (p *run) unwrapPM(j *ciJob, run, cwd string) (string, string) {
 	w := words(run)
-	if len(w) < 2 || strings.ContainsAny(w[0], "/.=") || toolKindsHas(w[0]) || shellUtility[w[0]] {
+	if len(w) < 2 || strings.ContainsAny(w[0], "/.=") || toolKindsHas(w[0]) || shellUtility[w[0]] || runtimes[w[0]] {
 		return "", ""
 	}
 	action := ""
@@ -1207,6 +1207,11 @@ func (p *run) unwrapPM(j *ciJob, run, cwd string) (string, string) {
 	}
 	return out, fmt.Sprintf("%s is a wrapper of the package manager that %s downloads; %s, so the step runs %s", w[0], action, m.why, runner)
 }
+
+// runtimes are the package managers and runtimes a contract declares as
+// toolchains itself: their setup actions (setup-node, setup-bun) provide
+// them, not a wrapper of them.
+var runtimes = map[string]bool{"npm": true, "npx": true, "pnpm": true, "yarn": true, "bun": true, "bunx": true, "deno": true, "node": true, "corepack": true, "go": true}
 
 // gitlabRunnerOnly says why a GitLab variable stays out of the contract:
 // it configures the runner itself (GIT_DEPTH, FF_ flags, the docker-in-

@@ -837,20 +837,34 @@ func TestPackageManagerWrapper(t *testing.T) {
 	script := ev(discover.KindPackageScript, "package.json", 5, "name", "test", "command", "node --test")
 	setup := gha(discover.KindGHAUses, 8, "uses", "someone/setup-ypm@v2", "step", "setup")
 	for _, tc := range []struct {
-		name string
-		evs  []discover.Evidence
-		want []string
+		name    string
+		evs     []discover.Evidence
+		want    []string
+		wrapped int // steps whose reason says they ran through a wrapper
 	}{
 		{"wrapped", []discover.Evidence{setup, gha(discover.KindGHARun, 10, "run", "ypm install --engine=20", "step", "i"), gha(discover.KindGHARun, 11, "run", "ypm test --engine=20", "step", "t")},
-			[]string{"fetch: yarn install --frozen-lockfile", "verify: yarn test"}},
+			[]string{"fetch: yarn install --frozen-lockfile", "verify: yarn test"}, 2},
 		{"no action provides it", []discover.Evidence{gha(discover.KindGHARun, 10, "run", "ypm install --engine=20", "step", "i"), gha(discover.KindGHARun, 11, "run", "ypm test --engine=20", "step", "t")},
-			[]string{"fetch: ypm install --engine=20", "verify: ypm test --engine=20"}},
+			[]string{"fetch: ypm install --engine=20", "verify: ypm test --engine=20"}, 0},
+		{"the package manager's own setup action", []discover.Evidence{gha(discover.KindGHAUses, 8, "uses", "oven-sh/setup-yarn@v2", "step", "setup"), gha(discover.KindGHARun, 10, "run", "yarn install --frozen-lockfile", "step", "i"), gha(discover.KindGHARun, 11, "run", "yarn test --coverage", "step", "t")},
+			[]string{"fetch: yarn install --frozen-lockfile", "verify: yarn test --coverage"}, 0},
 		{"named packages", []discover.Evidence{setup, gha(discover.KindGHARun, 10, "run", "ypm add left-pad", "step", "i"), gha(discover.KindGHARun, 11, "run", "ypm test", "step", "t")},
-			[]string{"fetch: yarn install --frozen-lockfile", "build: ypm add left-pad", "verify: yarn test"}},
+			[]string{"fetch: yarn install --frozen-lockfile", "build: ypm add left-pad", "verify: yarn test"}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			out := explain(t, result([]discover.Project{proj(".", "node")}, append([]discover.Evidence{lock, pkg, script}, tc.evs...)...))
 			wantRuns(t, out.Contract, tc.want...)
+			wrapped := 0
+			for _, s := range out.Contract.Stages {
+				for _, st := range s.Steps {
+					if strings.Contains(st.Reason, "is a wrapper of the package manager") {
+						wrapped++
+					}
+				}
+			}
+			if wrapped != tc.wrapped {
+				t.Errorf("%d steps read as a wrapper's, want %d", wrapped, tc.wrapped)
+			}
 		})
 	}
 }
