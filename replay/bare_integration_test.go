@@ -21,7 +21,8 @@ func TestRealBare(t *testing.T) {
 	if err := os.WriteFile(ca, []byte("bare-run-ca\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	c := testContract(`grep -qx bare-run-ca "$SSL_CERT_FILE"`, `test "$FOO" = bar`)
+	// As the contract's user, in a tree it owns, as a person would run it.
+	c := testContract(`grep -qx bare-run-ca "$SSL_CERT_FILE"`, `test "$FOO" = bar`, `test "$(id -un)" = builder && test "$HOME" = /home/builder`, `touch made-by-the-user && mkdir -p "$XDG_CACHE_HOME/x"`)
 	c.Base.Image = scratchBase
 	r := replay.New(replay.WithEngine(e), replay.WithCacheDir(cache), replay.WithCABundle(ca))
 	var out strings.Builder
