@@ -30,8 +30,9 @@ func newBench() *cobra.Command {
 		Short: "Time the contract's commands in a plain docker run, next to verify's and synth's",
 		Long: `bench measures what the contract's replay costs over the work itself, for the
 repository at PATH (default "."): the bare cold time of its commands (one plain
-container of the base image with the toolchains, the host's network, root: the
-repository copied in, the packages installed, every step run in order), the
+container of the base image with the toolchains, the host's network: the
+repository copied in, the packages installed and the user made as root, every
+step run in order as the contract's user), the
 time of a cold verify (no verdict or dependency cache), and the last synth's
 wall time from .bootstrap/runs/synth.json, each with its ratio to bare.
 Toolchain downloads are made first and timed in neither.`,
