@@ -77,6 +77,14 @@ type Situation struct {
 	Packages Packages
 }
 
+// offlineNetwork reports a step of an offline stage that failed for want
+// of the network.
+func (s *Situation) offlineNetwork() bool {
+	a := s.Attempt
+	si := stageIndex(a.Contract, a.Stage)
+	return si >= 0 && !a.Contract.Stages[si].Network && a.Failure != nil && a.Failure.Class == traces.NetworkNeeded
+}
+
 func (s *Situation) failed() *contract.Step {
 	st, err := step(s.Attempt.Contract, s.Attempt.Stage, s.Attempt.Index)
 	if err != nil {
@@ -1221,8 +1229,7 @@ var goToolRe = regexp.MustCompile(`(?m)^go: ([^\s@:]+)@([^\s:@]+): (?:[^\s@:]+@[
 func toolDownload(s *Situation) []Delta {
 	a := s.Attempt
 	c := a.Contract
-	si := stageIndex(c, a.Stage)
-	if si < 0 || c.Stages[si].Network || a.Failure == nil || a.Failure.Class != traces.NetworkNeeded {
+	if !s.offlineNetwork() {
 		return nil
 	}
 	var ops []Op
@@ -1265,8 +1272,7 @@ var runtimeHosts = map[string]string{
 func runtimeDownload(s *Situation) []Delta {
 	a := s.Attempt
 	c := a.Contract
-	si := stageIndex(c, a.Stage)
-	if si < 0 || c.Stages[si].Network || a.Failure == nil || a.Failure.Class != traces.NetworkNeeded {
+	if !s.offlineNetwork() {
 		return nil
 	}
 	for _, host := range slices.Sorted(maps.Keys(runtimeHosts)) {
@@ -1304,8 +1310,7 @@ var modfileRe = regexp.MustCompile(`-modfile[= ](\S*?)/?go\.mod\b`)
 func moduleDownload(s *Situation) []Delta {
 	a := s.Attempt
 	c := a.Contract
-	si := stageIndex(c, a.Stage)
-	if si < 0 || c.Stages[si].Network || s.Evidence == nil || a.Failure == nil || a.Failure.Class != traces.NetworkNeeded {
+	if s.Evidence == nil || !s.offlineNetwork() {
 		return nil
 	}
 	_, line := match(a.Log, goFetchRe)
