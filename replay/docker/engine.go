@@ -44,8 +44,9 @@ const cleanupTimeout = 2 * time.Minute
 type Engine struct {
 	cli      *client.Client
 	cliOpts  []client.Opt
-	initOnce sync.Once
+	infoOnce sync.Once
 	hasInit  bool
+	rootDir  string
 }
 
 // Option configures New.
@@ -300,12 +301,19 @@ func (e *Engine) create(ctx context.Context, spec replay.ContainerSpec) (*Contai
 	return &Container{engine: e, id: created.ID, image: spec.Image}, nil
 }
 
-// initAvailable asks the daemon once whether it has an init binary.
-func (e *Engine) initAvailable(ctx context.Context) bool {
-	e.initOnce.Do(func() {
-		info, err := e.cli.Info(ctx)
-		e.hasInit = err == nil && info.InitBinary != ""
+// info asks the daemon once what the engine needs of it: whether it has
+// an init binary, and where it keeps its data.
+func (e *Engine) info(ctx context.Context) {
+	e.infoOnce.Do(func() {
+		if info, err := e.cli.Info(ctx); err == nil {
+			e.hasInit, e.rootDir = info.InitBinary != "", info.DockerRootDir
+		}
 	})
+}
+
+// initAvailable reports whether the daemon has an init binary.
+func (e *Engine) initAvailable(ctx context.Context) bool {
+	e.info(ctx)
 	return e.hasInit
 }
 
@@ -316,11 +324,8 @@ func (e *Engine) LocalDataRoot(ctx context.Context) string {
 	if !strings.HasPrefix(e.cli.DaemonHost(), "unix://") {
 		return ""
 	}
-	info, err := e.cli.Info(ctx)
-	if err != nil {
-		return ""
-	}
-	return info.DockerRootDir
+	e.info(ctx)
+	return e.rootDir
 }
 
 // List implements replay.Engine.
