@@ -96,7 +96,7 @@ func (r *Runner) Bare(ctx context.Context, in Input, stdout, stderr io.Writer) (
 	// With the network throughout; the replay's env otherwise, so the same
 	// toolchains and caches are found.
 	env := x.env(true)
-	res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"bash", "-e", "-o", "pipefail", "-c", bareSetup(x.contract, x.owner(), x.home())}, User: "root", Env: env, WorkDir: srcDir, Stdout: stdout, Stderr: stderr})
+	res, err := c.Exec(ctx, ExecSpec{Cmd: []string{"bash", "-e", "-o", "pipefail", "-c", bareSetup(x.contract, x.userCommands())}, User: "root", Env: env, WorkDir: srcDir, Stdout: stdout, Stderr: stderr})
 	if err == nil && res.ExitCode == 0 {
 		res, err = c.Exec(ctx, ExecSpec{Cmd: []string{"bash", "-e", "-o", "pipefail", "-c", bareSteps(x.contract)}, User: x.contract.User, Env: env, WorkDir: srcDir, Stdout: stdout, Stderr: stderr})
 	}
@@ -106,10 +106,9 @@ func (r *Runner) Bare(ctx context.Context, in Input, stdout, stderr io.Writer) (
 	return &BareResult{ExitCode: res.ExitCode, Duration: time.Since(start)}, nil
 }
 
-// bareSetup, run as root, installs the packages and makes the contract's
-// user with the directories it writes (HOME's .local, the caches), as the
-// replay's setup does.
-func bareSetup(c *contract.Contract, uid int, home string) string {
+// bareSetup, run as root, installs the packages and runs user, the
+// commands that make the contract's user as the replay's setup does.
+func bareSetup(c *contract.Contract, user [][]string) string {
 	var b strings.Builder
 	b.WriteString("export DEBIAN_FRONTEND=noninteractive\n")
 	if pkgs := packageList(c); len(pkgs) > 0 {
@@ -119,12 +118,14 @@ func bareSetup(c *contract.Contract, uid int, home string) string {
 		}
 		b.WriteString("\n")
 	}
-	dirs := shellQuote(home+"/.local") + " " + depCacheDir + " " + depCacheDir + "/go"
-	if c.User == "root" {
-		fmt.Fprintf(&b, "install -d %s\n", dirs)
-	} else {
-		u := shellQuote(c.User)
-		fmt.Fprintf(&b, "useradd -m -u %d %s\ninstall -d -o %s -g %s %s\n", uid, u, u, u, dirs)
+	for _, cmd := range user {
+		for i, w := range cmd {
+			if i > 0 {
+				b.WriteString(" ")
+			}
+			b.WriteString(shellQuote(w))
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

@@ -466,6 +466,17 @@ func (x *run) owner() int {
 	return 1000
 }
 
+// userCommands make the contract's user and the directories it writes
+// (HOME's .local, the caches, the work tree), owned by it.
+func (x *run) userCommands() [][]string {
+	dirs := []string{x.home() + "/.local", depCacheDir, depCacheDir + "/go", workDir}
+	if x.contract.User == "root" {
+		return [][]string{append([]string{"install", "-d"}, dirs...)}
+	}
+	return [][]string{{"useradd", "-m", "-u", strconv.Itoa(x.owner()), x.contract.User},
+		append([]string{"install", "-d", "-o", x.contract.User, "-g", x.contract.User}, dirs...)}
+}
+
 // useSetup takes the run image, its shell and its packages' versions from
 // the setup image.
 func (x *run) useSetup(info ImageInfo) {
@@ -504,17 +515,10 @@ func (x *run) buildSetup(ctx context.Context, ref string) (bool, error) {
 		step++
 		return x.prepStep(ctx, c, step, what, cmd)
 	}
-	var cmds [][]string
 	// The dependency cache, HOME and the work tree are volumes: an empty
 	// one takes its owner and first entries from the image, so every
 	// replay's start as the user with no chown of its own.
-	dirs := []string{x.home() + "/.local", depCacheDir, depCacheDir + "/go", workDir}
-	if x.contract.User != "root" {
-		cmds = append(cmds, []string{"useradd", "-m", "-u", strconv.Itoa(x.owner()), x.contract.User},
-			append([]string{"install", "-d", "-o", x.contract.User, "-g", x.contract.User}, dirs...))
-	} else {
-		cmds = append(cmds, append([]string{"install", "-d"}, dirs...))
-	}
+	cmds := x.userCommands()
 	packages := packageList(x.contract)
 	if len(packages) > 0 {
 		cmds = append(cmds, append([]string{"sh", "-e", "-c", "apt-get update && apt-get install -y --no-install-recommends \"$@\"", "sh"}, packages...))
