@@ -415,7 +415,7 @@ func (p *run) cellVersion(c cand) string {
 func setupTools(j *ciJob) []string {
 	var out []string
 	for _, s := range j.steps {
-		a := strings.ToLower(strings.SplitN(s.uses(), "@", 2)[0])
+		a := actionPath(s.uses())
 		if i := strings.Index(a, "setup-"); i >= 0 {
 			t := strings.TrimSuffix(a[i+len("setup-"):], "-action")
 			if !slices.Contains(out, t) {
@@ -928,7 +928,7 @@ var goToolActions = map[string]struct{ pkg, major string }{
 // version input ("3.x" is the newest v3, "3.40.1" that release, none the
 // newest of the major version the package path names), and the program.
 func goToolInstall(uses, version string) (run, program string, ok bool) {
-	t, ok := goToolActions[strings.ToLower(strings.SplitN(uses, "@", 2)[0])]
+	t, ok := goToolActions[actionPath(uses)]
 	if !ok || strings.Contains(version, "${{") {
 		return "", "", false
 	}
@@ -1165,7 +1165,7 @@ func (p *run) unwrapPM(j *ciJob, run, cwd string) (string, string) {
 	}
 	action := ""
 	for _, s := range j.steps {
-		u := strings.ToLower(strings.SplitN(s.uses(), "@", 2)[0])
+		u := actionPath(s.uses())
 		name := strings.TrimSuffix(u[strings.LastIndexByte(u, '/')+1:], "-action")
 		if name == w[0]+"-setup" || name == "setup-"+w[0] {
 			action = s.uses()

@@ -146,7 +146,7 @@ func aptPackages(run string) ([]string, bool) {
 // actions named like it, whose packages input is a space- or
 // newline-separated list — as apt-get install's arguments are read.
 func aptActionPackages(uses, packages string) ([]string, bool) {
-	name := strings.ToLower(strings.SplitN(uses, "@", 2)[0])
+	name := actionPath(uses)
 	if !strings.Contains(name[strings.LastIndexByte(name, '/')+1:], "apt-pkgs") || strings.TrimSpace(packages) == "" {
 		return nil, false
 	}

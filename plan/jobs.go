@@ -50,6 +50,10 @@ type ciStep struct {
 func (s ciStep) run() string  { return s.ev.Facts["run"] }
 func (s ciStep) uses() string { return s.ev.Facts["uses"] }
 
+// actionPath is an action's reference without its version, lower case:
+// "actions/setup-node" for "actions/setup-node@v4".
+func actionPath(uses string) string { return strings.ToLower(strings.SplitN(uses, "@", 2)[0]) }
+
 // ref names a job as FILE#ID, the file being the one that holds its steps.
 func (j *ciJob) ref() string { return path.Base(j.wf.path) + "#" + j.id }
 
@@ -231,7 +235,7 @@ func runsCommand(e discover.Evidence) discover.Evidence {
 	if cmd == "" {
 		cmd = e.Facts["with.run"]
 	}
-	action := strings.ToLower(strings.SplitN(e.Facts["uses"], "@", 2)[0])
+	action := actionPath(e.Facts["uses"])
 	if cmd == "" || !slices.ContainsFunc(commandActions, func(a string) bool { return strings.Contains(action, a) }) {
 		return e
 	}

@@ -73,7 +73,7 @@ func jobNameRole(names ...string) (kind, bool) {
 // actionRole is what a uses: step says of its job: a CodeQL or release
 // action settles the role whatever else runs.
 func actionRole(uses string) (kind, bool) {
-	u := strings.ToLower(strings.SplitN(uses, "@", 2)[0])
+	u := actionPath(uses)
 	switch {
 	case strings.HasPrefix(u, "github/codeql-action"), strings.Contains(u, "scorecard"), strings.Contains(u, "trivy"),
 		strings.Contains(u, "snyk"), strings.Contains(u, "dependency-review"), strings.Contains(u, "gosec"), strings.Contains(u, "govulncheck"):
